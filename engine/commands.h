@@ -1,0 +1,18 @@
+// Subcommands of the grpo binary. Each module registers its own subcommand on the CLI11 app and
+// returns the function that runs it; main.cpp only parses, dispatches and maps errors to exit codes.
+#pragma once
+#include <functional>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace grpo {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;  // returns the process exit code; throws UsageError for bad input
+};
+
+Command add_replay_command(CLI::App& app);  // env/replay_command.cpp
+
+}  // namespace grpo
