@@ -61,7 +61,9 @@ GRPO_HD Bits4 draw4(uint64_t seed, Purpose p, uint32_t epoch, uint32_t step, uin
                     uint32_t block = 0) {
   const uint64_t sub = rng_subsequence(p, epoch, index);
   const uint64_t blk = (uint64_t{step} << 32) | block;
-#if defined(GRPO_HAVE_CUDA)
+  // cuRAND's functions are __device__-only under nvcc, so nvcc's host pass of this function
+  // takes the written-out Philox (equal bit for bit; tests/kernels/test_rng.cpp checks it).
+#if defined(GRPO_HAVE_CUDA) && (defined(__CUDA_ARCH__) || !defined(__CUDACC__))
   curandStatePhilox4_32_10_t s;
   curand_init(seed, sub, 4 * blk, &s);
   const uint4 r = curand4(&s);
