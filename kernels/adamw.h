@@ -1,0 +1,127 @@
+// Fused AdamW over the whole parameter slab (spec/training.md step 7, PyTorch's semantics), in
+// the style of apex's "capturable" Adam: the learning rate, the step count, the clip factor and
+// the no-op flag are read from the TrainScalars in device memory, never passed by value, so one
+// captured graph serves every epoch (notes/cuda-graphs.md item 1).
+//
+// Contract (kernel and host twin alike), for every i < n, unless s->nonfinite != 0, in which
+// case NOTHING is written (params, m, v untouched; advance_schedule counts the skip):
+//   t  = s->adam_step + 1              (adamw never writes the scalars; advance_schedule
+//                                       increments adam_step after it, see train_scalars.h)
+//   g  = s->clip_scale * grads[i]      (clipping folded in; grads itself is not modified)
+//   p  = p * (1 - lr * wd)             (decoupled weight decay; 1 - lr*wd computed in double)
+//   m  = b1 m + (1 - b1) g
+//   v  = b2 v + (1 - b2) g^2
+//   p  = p - step_size * (m / (sqrt(v) / bc2_sqrt + eps))
+//        step_size = lr / (1 - b1^t), bc2_sqrt = sqrt(1 - b2^t), computed in double from t
+//        (powers by repeated squaring) and rounded to float once.
+// Exactness: every float and double operation is a single IEEE-rounded +, *, /, sqrt, and on
+// the device the products and sums go through __fmul_rn/__fadd_rn/__dmul_rn so that nvcc
+// cannot contract them into FMAs: the kernel equals the host twin BIT FOR BIT.
+// Device: 16-byte loads and stores (float4) in a grid-stride loop, a scalar tail of n % 4.
+// Bytes moved: 28 per element (read p, g, m, v; write p, m, v) + 16 of scalars.
+// Requirements: params, grads, m, v 16-byte aligned (slab views from cudaMalloc).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/hd.h"
+#include "kernels/train_scalars.h"
+
+#if defined(GRPO_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace grpo {
+
+// Constant hyper-parameters (fine as by-value kernel arguments: they never change in a run).
+// Doubles, like PyTorch's Python floats, so 1 - b1^t and 1 - lr*wd are PyTorch's numbers.
+struct AdamWConfig {
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 1e-5;
+};
+
+namespace adamw_detail {
+// Correctly rounded operations that the device compiler may not fuse (the host compiler does
+// not contract in ISO C++ mode, and x86-64 without -mfma has no FMA to contract into).
+GRPO_HD float mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+GRPO_HD float add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+GRPO_HD double dmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+// b^e by repeated squaring: the same sequence of rounded products on host and device (pow()
+// itself differs between libm and CUDA's math library in the last bit).
+GRPO_HD double powu(double b, uint32_t e) {
+  double r = 1.0;
+  while (e != 0) {
+    if (e & 1u) r = dmul(r, b);
+    b = dmul(b, b);
+    e >>= 1;
+  }
+  return r;
+}
+}  // namespace adamw_detail
+
+// Per-update coefficients, computed once per thread from the device-resident scalars.
+struct AdamWCoeffs {
+  float clip, decay, b1, omb1, b2, omb2, step_size, bc2_sqrt, eps;
+};
+
+GRPO_HD AdamWCoeffs adamw_coeffs(float lr, uint32_t adam_step, float clip_scale, const AdamWConfig& c) {
+  using adamw_detail::dmul;
+  using adamw_detail::powu;
+  const uint32_t t = adam_step + 1;
+  AdamWCoeffs k;
+  k.clip = clip_scale;
+  k.decay = static_cast<float>(1.0 - dmul(lr, c.weight_decay));
+  k.b1 = static_cast<float>(c.beta1);
+  k.omb1 = static_cast<float>(1.0 - c.beta1);
+  k.b2 = static_cast<float>(c.beta2);
+  k.omb2 = static_cast<float>(1.0 - c.beta2);
+  k.step_size = static_cast<float>(static_cast<double>(lr) / (1.0 - powu(c.beta1, t)));
+  k.bc2_sqrt = static_cast<float>(sqrt(1.0 - powu(c.beta2, t)));
+  k.eps = static_cast<float>(c.eps);
+  return k;
+}
+
+// One element's update; shared by the kernel (per float4 lane) and the host twin.
+GRPO_HD void adamw_element(float& p, float grad, float& m, float& v, const AdamWCoeffs& k) {
+  using adamw_detail::add;
+  using adamw_detail::mul;
+  const float g = mul(k.clip, grad);
+  const float decayed = mul(p, k.decay);
+  m = add(mul(k.b1, m), mul(k.omb1, g));
+  v = add(mul(k.b2, v), mul(k.omb2, mul(g, g)));
+  const float denom = add(sqrtf(v) / k.bc2_sqrt, k.eps);
+  p = add(decayed, -mul(k.step_size, m / denom));
+}
+
+// Host twin; all pointers are host memory.
+void adamw_host(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
+                const AdamWConfig& cfg);
+
+#if defined(GRPO_HAVE_CUDA)
+// All pointers are device memory; one kernel in `stream`.
+void adamw_cuda(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
+                const AdamWConfig& cfg, cudaStream_t stream);
+#endif
+
+}  // namespace grpo

@@ -1,0 +1,16 @@
+// The end-of-epoch kernel that advances the device-resident scalars (kernels/train_scalars.h):
+// one thread, so the Adam step, epoch and learning rate have a single writer.
+#include "kernels/launch.h"
+#include "kernels/train_scalars.h"
+
+namespace grpo {
+
+__global__ void advance_schedule_kernel(TrainScalars* s) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) advance_schedule_one(s);
+}
+
+void advance_schedule_cuda(TrainScalars* s, cudaStream_t stream) {
+  launch(advance_schedule_kernel, dim3(1), dim3(1), 0, stream, s);
+}
+
+}  // namespace grpo

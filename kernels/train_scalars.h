@@ -1,0 +1,85 @@
+// The device-resident scalars of a training run (DESIGN.md principle 1, notes/cuda-graphs.md
+// item 1). Everything that changes from epoch to epoch lives here, in device memory, and is read
+// by the kernels through a pointer: a captured graph replays with fresh values every epoch.
+//
+// Order of the optimiser's part of one epoch (who writes what):
+//   grad_norm       writes grad_norm, clip_scale; raises nonfinite if the norm is not finite
+//   adamw           reads lr, adam_step, clip_scale, nonfinite; writes NO scalar (it runs on
+//                   many blocks, and a single writer avoids any race): it uses t = adam_step + 1
+//   advance_schedule (one thread, last kernel of the epoch): if nonfinite, skipped_updates += 1,
+//                   else adam_step += 1; clears nonfinite; epoch += 1; lr = step_lr(lr0, epoch)
+// So at any time between epochs adam_step counts the updates applied so far (PyTorch's
+// state['step']) and lr is the learning rate of the epoch about to run.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/hd.h"
+
+#if defined(GRPO_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace grpo {
+
+struct TrainScalars {
+  uint32_t epoch;            // 0-based epoch about to run (or running); keys the random streams
+  uint32_t adam_step;        // AdamW updates applied so far; the next update uses t = adam_step+1
+  float lr0;                 // learning rate of epoch 0 (the StepLR base)
+  float lr;                  // learning rate of this epoch: step_lr(lr0, epoch)
+  float grad_norm;           // global L2 norm of the gradient slab, before clipping
+  float clip_scale;          // factor AdamW applies to every gradient: min(max_norm/(norm+1e-6), 1)
+  uint32_t nonfinite;        // non-zero: this epoch's gradients are not finite, AdamW is a no-op
+  uint32_t skipped_updates;  // epochs whose update was skipped because of nonfinite, in total
+  float loss;                // this epoch's loss L (written by the loss kernel), a metric
+  float reward;              // mean over games of r_{T-1} (a metric, written by its kernel)
+  float score;               // mean over games of the final score (a metric)
+  uint32_t reserved[5];      // keeps the struct 64 bytes; zero
+};
+static_assert(std::is_trivially_copyable<TrainScalars>::value && std::is_standard_layout<TrainScalars>::value,
+              "TrainScalars is copied to and from the device as bytes");
+static_assert(sizeof(TrainScalars) == 64, "one cache line; update the reserved padding");
+
+// StepLR (spec/training.md step 8): lr0 * 0.95^floor(epoch / 1000). The power is a chain of
+// double multiplications, rounded to float once at the end: IEEE multiplication is exact-rounded
+// on host and device alike (and a bare product cannot be contracted into an FMA), so the host and
+// the kernel agree bit for bit; PyTorch's StepLR multiplies its Python (double) lr the same way.
+// Cost: epoch/1000 multiplications, done by one thread once per epoch.
+GRPO_HD float step_lr(float lr0, uint32_t epoch) {
+  double lr = lr0;
+  for (uint32_t k = epoch / 1000; k > 0; --k) lr *= 0.95;
+  return static_cast<float>(lr);
+}
+
+// The scalars at the start of a run (epoch 0) or when resuming at `epoch` with `adam_step`
+// updates already applied; the metric slots start at zero.
+inline TrainScalars train_scalars_start(float lr0, uint32_t epoch = 0, uint32_t adam_step = 0) {
+  TrainScalars s{};
+  s.epoch = epoch;
+  s.adam_step = adam_step;
+  s.lr0 = lr0;
+  s.lr = step_lr(lr0, epoch);
+  s.clip_scale = 1.0f;
+  return s;
+}
+
+// The end-of-epoch bookkeeping described above, shared by the kernel and the host twin.
+GRPO_HD void advance_schedule_one(TrainScalars* s) {
+  if (s->nonfinite != 0)
+    s->skipped_updates += 1;
+  else
+    s->adam_step += 1;
+  s->nonfinite = 0;
+  s->epoch += 1;
+  s->lr = step_lr(s->lr0, s->epoch);
+}
+
+// Host twin of the advance_schedule kernel.
+void advance_schedule_host(TrainScalars* s);
+
+#if defined(GRPO_HAVE_CUDA)
+// Launches the one-thread advance_schedule kernel on `s` (device memory) in `stream`.
+void advance_schedule_cuda(TrainScalars* s, cudaStream_t stream);
+#endif
+
+}  // namespace grpo

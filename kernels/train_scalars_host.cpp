@@ -1,0 +1,8 @@
+// Host twin of advance_schedule (kernels/train_scalars.cu): the same shared function.
+#include "kernels/train_scalars.h"
+
+namespace grpo {
+
+void advance_schedule_host(TrainScalars* s) { advance_schedule_one(s); }
+
+}  // namespace grpo
