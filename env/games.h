@@ -1,0 +1,191 @@
+// N games at once: their state in one memory block laid out as a structure of arrays (one
+// thread per game reads consecutive words: coalesced), with the same functions on the host
+// executor (games_host.cpp, grpo_core) and on the device (games.cu, grpo_cuda).
+//
+// Layout of the block for n games (every array starts on a 256-byte boundary relative to the
+// block's start, so a cudaMalloc'd block keeps them all aligned):
+//   int32  sprite_x[n]
+//   uint32 active[n]                 bit i = slot i active
+//   int32  fruit_x[max_fruits][n]    slot-major: fruit_x[i * n + game]
+//   int32  fruit_y[max_fruits][n]
+//   int32  score[n], steps[n], bottomed[n], caught[n]
+// The layout holds no pointers, so a block copied between host and device stays valid.
+//
+// Games are numbered game = group * replicas + replica, group in [0, W-3).
+//
+// Random draws (kernels/rng.h, seed = the run's seed, epoch read through a pointer: on the device
+// it is a DEVICE pointer, read by the kernel, so a replayed CUDA graph draws fresh numbers):
+//   start fruit x of group g:  bits_to_index(draw4(seed, StartFruit, epoch, 0, g, 0).x, W)
+//   step t of game k: words w_0, w_1, ... where w_{4b+c} = component c (x, y, z, w) of
+//     draw4(seed, Spawn, epoch, t, k, b); coin = bits_to_uniform(w_0),
+//     spawn x'_j = bits_to_index(w_{j+1}, W) for j < max_fruits. Blocks b = 0 .. max_fruits/4
+//     (one block for the default max_fruits = 3).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "env/game_config.h"
+#include "env/rules.h"
+#include "kernels/hd.h"
+#include "kernels/rng.h"
+
+#if defined(GRPO_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace grpo {
+
+struct GamesView {
+  int n = 0;           // games
+  int max_fruits = 0;  // slots per game (stride of fruit_x / fruit_y is n)
+  int32_t* sprite_x = nullptr;
+  uint32_t* active = nullptr;
+  int32_t* fruit_x = nullptr;
+  int32_t* fruit_y = nullptr;
+  int32_t* score = nullptr;
+  int32_t* steps = nullptr;
+  int32_t* bottomed = nullptr;
+  int32_t* caught = nullptr;
+
+  GRPO_HD GameState load(int g) const {
+    GameState s;
+    s.sprite_x = sprite_x[g];
+    s.active = active[g];
+    GRPO_UNROLL
+    for (int i = 0; i < kMaxFruitSlots; ++i) {
+      s.fruit_x[i] = i < max_fruits ? fruit_x[static_cast<size_t>(i) * n + g] : 0;
+      s.fruit_y[i] = i < max_fruits ? fruit_y[static_cast<size_t>(i) * n + g] : 0;
+    }
+    s.score = score[g];
+    s.steps = steps[g];
+    s.bottomed = bottomed[g];
+    s.caught = caught[g];
+    return s;
+  }
+  GRPO_HD void store(int g, const GameState& s) const {
+    sprite_x[g] = s.sprite_x;
+    active[g] = s.active;
+    GRPO_UNROLL
+    for (int i = 0; i < kMaxFruitSlots; ++i) {
+      if (i >= max_fruits) continue;
+      fruit_x[static_cast<size_t>(i) * n + g] = s.fruit_x[i];
+      fruit_y[static_cast<size_t>(i) * n + g] = s.fruit_y[i];
+    }
+    score[g] = s.score;
+    steps[g] = s.steps;
+    bottomed[g] = s.bottomed;
+    caught[g] = s.caught;
+  }
+};
+
+// Bytes of the state block for n games (a multiple of 256).
+size_t games_state_bytes(const GameConfig& cfg, int n_games);
+// A view over a block of games_state_bytes(cfg, n_games) bytes at `block` (host or device memory:
+// only pointer arithmetic happens here). The block needs 4-byte alignment; 256 is best.
+GamesView make_games_view(const GameConfig& cfg, int n_games, void* block);
+
+// Draws for game `game` at step t, from the mapping above.
+GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, uint32_t epoch,
+                              uint32_t t, uint32_t game) {
+  StepDraws d;
+  uint32_t w[4 * ((kMaxFruitSlots + 1 + 3) / 4)];
+  GRPO_UNROLL
+  for (int b = 0; b < (kMaxFruitSlots + 1 + 3) / 4; ++b) {
+    if (4 * b > max_fruits) {  // words 4b.. are not needed: w_{max_fruits} is the last one read
+      w[4 * b] = w[4 * b + 1] = w[4 * b + 2] = w[4 * b + 3] = 0;
+      continue;
+    }
+    const Bits4 r = draw4(seed, Purpose::Spawn, epoch, t, game, b);
+    w[4 * b] = r.x;
+    w[4 * b + 1] = r.y;
+    w[4 * b + 2] = r.z;
+    w[4 * b + 3] = r.w;
+  }
+  d.coin = bits_to_uniform(w[0]);
+  GRPO_UNROLL
+  for (int j = 0; j < kMaxFruitSlots; ++j)
+    d.spawn_x[j] = static_cast<int32_t>(bits_to_index(w[j + 1], static_cast<uint32_t>(screen_width)));
+  return d;
+}
+
+GRPO_HD int32_t start_fruit_x(int screen_width, uint64_t seed, uint32_t epoch, uint32_t group) {
+  return static_cast<int32_t>(
+      bits_to_index(draw4(seed, Purpose::StartFruit, epoch, 0, group, 0).x, static_cast<uint32_t>(screen_width)));
+}
+
+// Where a step's draws come from: the Philox streams above, or explicit arrays (the
+// conformance interface): coins[n], spawn_x[n * max_fruits] (row-major per game).
+struct PhiloxDrawSource {
+  int screen_width, max_fruits;
+  uint64_t seed;
+  uint32_t epoch, t;
+  GRPO_HD StepDraws operator()(int g) const {
+    return spawn_draws(screen_width, max_fruits, seed, epoch, t, static_cast<uint32_t>(g));
+  }
+};
+struct ExplicitDrawSource {
+  int max_fruits;
+  const float* coins;
+  const int32_t* spawn_x;
+  GRPO_HD StepDraws operator()(int g) const {
+    StepDraws d;
+    d.coin = coins[g];
+    GRPO_UNROLL
+    for (int j = 0; j < kMaxFruitSlots; ++j)
+      d.spawn_x[j] = j < max_fruits ? spawn_x[static_cast<size_t>(g) * max_fruits + j] : 0;
+    return d;
+  }
+};
+
+// Game g: one step with actions[g], reward[g], and (when obs_next is not null) its observation
+// row. The body of both the step kernel and the host loop.
+template <class Draws>
+GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions,
+                           const Draws& draws, uint32_t t, float* reward_out, float* obs_next) {
+  const GameState before = v.load(g);
+  const StepResult r = step(cfg, before, actions[g], draws(g));
+  v.store(g, r.state);
+  reward_out[g] = reward(t, before.score, r.state);
+  if (obs_next) write_observation(cfg, r.state, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
+}
+
+// Game g of a reset: group g / replicas, start fruit x from that group's draw.
+GRPO_HD void reset_one_game(const GameConfig& cfg, const GamesView& v, int g, int replicas, uint64_t seed,
+                            uint32_t epoch, float* obs) {
+  const int group = g / replicas;
+  const GameState s = start_state(group, start_fruit_x(cfg.screen_width, seed, epoch, static_cast<uint32_t>(group)));
+  v.store(g, s);
+  if (obs) write_observation(cfg, s, obs + static_cast<size_t>(g) * cfg.obs_dim());
+}
+
+// Throws std::invalid_argument unless `view` was made for cfg and, for a reset (replicas > 0),
+// holds cfg.groups() * replicas games. Both executors call it before any work.
+void check_games_args(const GameConfig& cfg, const GamesView& view, int replicas = 0);
+
+// ---- Host executor (grpo_core). view.n must be cfg.groups() * replicas for a reset. ----
+// Starts every game of an epoch; writes the n x obs_dim observations (row-major) to obs.
+void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed,
+                      const uint32_t* epoch, float* obs);
+// Steps every game with actions[g] in {0, 1, 2} and the Philox draws of step t; writes reward[g]
+// (t == 0: the first-step formula) and, if obs_next is not null, the observations after the step.
+void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions, uint64_t seed,
+                     const uint32_t* epoch, uint32_t t, float* reward, float* obs_next);
+// The same with explicit draws: coins[n], spawn_x[n * max_fruits].
+void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
+                              const float* coins, const int32_t* spawn_x, uint32_t t, float* reward,
+                              float* obs_next);
+
+#if defined(GRPO_HAVE_CUDA)
+// ---- Device executor (grpo_cuda, env/games.cu): the same contracts, one thread per game, every
+// pointer a device pointer (epoch included), asynchronous on `stream`, capturable in a graph.
+void games_reset_cuda(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed,
+                      const uint32_t* epoch, float* obs, cudaStream_t stream = nullptr);
+void games_step_cuda(const GameConfig& cfg, const GamesView& view, const int32_t* actions, uint64_t seed,
+                     const uint32_t* epoch, uint32_t t, float* reward, float* obs_next,
+                     cudaStream_t stream = nullptr);
+void games_step_explicit_cuda(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
+                              const float* coins, const int32_t* spawn_x, uint32_t t, float* reward,
+                              float* obs_next, cudaStream_t stream = nullptr);
+#endif
+
+}  // namespace grpo
