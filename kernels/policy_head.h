@@ -1,0 +1,106 @@
+// The policy's head over the 3 actions: log-softmax, sampling for the rollout, and the loss
+// with its gradient for the update (spec/training.md, steps 2 and 5).
+//
+// One thread per row. PyTorch's PersistentSoftmax gives each row a warp because its rows are
+// wide; a row here is 3 floats, so a warp per row would leave 29 lanes idle and add shuffles for
+// nothing. With a thread per row a warp still reads one contiguous 384-byte span of logits (the
+// three loads of a warp hit the same cache lines, so DRAM sees each byte once).
+//
+// The per-row maths below is shared by the kernels and the host twins, so that both compute
+// the same formulas (they may still differ in the last bits: expf/logf and FMA contraction).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/hd.h"
+#include "kernels/rng.h"
+
+#if defined(GRPO_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace grpo {
+
+constexpr int kActions = 3;
+
+struct PolicyRow {
+  float logp[kActions];  // log pi(a), max-subtracted log-softmax
+  float p[kActions];     // pi(a)
+  float entropy;         // H = -sum p log p
+};
+
+GRPO_HD PolicyRow policy_row(const float* z) {
+  PolicyRow r;
+  const float m = fmaxf(z[0], fmaxf(z[1], z[2]));
+  float e[kActions], s = 0.f;
+  for (int a = 0; a < kActions; ++a) {
+    e[a] = expf(z[a] - m);
+    s += e[a];
+  }
+  const float log_s = logf(s);  // s is in [1, 3]: the max term contributes exactly 1
+  r.entropy = 0.f;
+  for (int a = 0; a < kActions; ++a) {
+    r.logp[a] = (z[a] - m) - log_s;
+    r.p[a] = e[a] / s;
+    r.entropy -= r.p[a] * r.logp[a];
+  }
+  return r;
+}
+
+// Inverse CDF of one uniform u in [0, 1): the first a with u < p0 + ... + pa. Rounding can leave
+// the cumulative sum just below 1, so the last bucket takes everything past the second bound.
+GRPO_HD int32_t sample_from(const PolicyRow& r, float u) {
+  if (u < r.p[0]) return 0;
+  if (u < r.p[0] + r.p[1]) return 1;
+  return 2;
+}
+
+// The uniform that samples row `row` at rollout step `step` of epoch `epoch`.
+GRPO_HD float action_uniform(uint64_t seed, uint32_t epoch, uint32_t step, uint32_t row) {
+  return bits_to_uniform(draw4(seed, Purpose::Action, epoch, step, row).x);
+}
+
+// One sample of the loss: l = -logp(a) * clamp(A, -5, 5) - c * H. Writes dl/dz * inv_m to dz:
+// d(-logp_a)/dz_j = p_j - [j == a] and dH/dz_j = -p_j (logp_j + H). An action outside [0, 3)
+// makes the loss NaN (loud) instead of reading a neighbour's logit.
+GRPO_HD float policy_loss_row(const float* z, int32_t action, float adv, float entropy_coef, float inv_m,
+                              float* dz, float* entropy) {
+  const PolicyRow r = policy_row(z);
+  const float a_clamped = fminf(fmaxf(adv, -5.f), 5.f);
+  const bool valid = action >= 0 && action < kActions;
+  const float logp_a = valid ? r.logp[action] : std::numeric_limits<float>::quiet_NaN();
+  for (int j = 0; j < kActions; ++j) {
+    const float onehot = j == action ? 1.f : 0.f;
+    const float g = a_clamped * (r.p[j] - onehot) + entropy_coef * r.p[j] * (r.logp[j] + r.entropy);
+    dz[j] = g * inv_m;
+  }
+  *entropy = r.entropy;
+  return -logp_a * a_clamped - entropy_coef * r.entropy;
+}
+
+// Rollout sampling for M rows of logits [M, 3]:
+//   actions[i] = inverse-CDF sample with u = bits_to_uniform(draw4(seed, Action, *epoch, step, i).x)
+//   logp_action[i] = log pi(actions[i])   (nullable; kept for PPO ratios)
+// `epoch` is read through a pointer (device memory for the launcher) so a replayed graph draws
+// fresh numbers every epoch.
+void sample_actions_host(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                         int32_t* actions, float* logp_action);
+
+// Loss over M samples: L = mean_i [-logp_i(a_i) clamp(A_i, -5, 5) - entropy_coef H_i].
+//   dlogits[M, 3] = dL/dz (1/M included); *loss_out = L; *entropy_out = mean H (nullable).
+// loss_out/entropy_out are device scalars for the launcher. Deterministic two-stage mean:
+// scratch holds policy_loss_scratch_floats(M) floats (unused by the host twin). M >= 1.
+size_t policy_loss_scratch_floats(int M);
+void policy_loss_host(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+                      float* dlogits, float* loss_out, float* entropy_out, float* scratch);
+
+#if defined(GRPO_HAVE_CUDA)
+void sample_actions_cuda(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                         int32_t* actions, float* logp_action, cudaStream_t stream);
+void policy_loss_cuda(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+                      float* dlogits, float* loss_out, float* entropy_out, float* scratch, cudaStream_t stream);
+#endif
+
+}  // namespace grpo

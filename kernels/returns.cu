@@ -1,0 +1,111 @@
+// Returns and advantages kernels (see returns.h).
+#include <stdexcept>
+#include <string>
+
+#include "kernels/launch.h"
+#include "kernels/reduce.h"
+#include "kernels/returns.h"
+
+namespace grpo {
+
+namespace {
+
+constexpr unsigned kScanThreads = 128;
+
+// One thread per game; at each step a warp reads and writes 32 consecutive floats of row t.
+__global__ void discounted_returns_kernel(const float* rewards, float* returns, int T, int N, float gamma) {
+  const int g = blockIdx.x * kScanThreads + threadIdx.x;
+  if (g >= N) return;
+  float R = 0.f;
+  for (int t = T - 1; t >= 0; --t) {
+    const size_t o = static_cast<size_t>(t) * N + g;
+    R = discount_step(rewards[o], gamma, R);
+    returns[o] = R;
+  }
+}
+
+// Chan merge down a fixed shuffle tree: lane 0 ends with the warp's statistics. The shuffles
+// run unconditionally in every lane; only the arithmetic after them branches.
+__device__ __forceinline__ Welford warp_welford(Welford w) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const Welford o{__shfl_down_sync(0xffffffffu, w.n, offset), __shfl_down_sync(0xffffffffu, w.mean, offset),
+                    __shfl_down_sync(0xffffffffu, w.m2, offset)};
+    w = welford_merge(w, o);
+  }
+  return w;
+}
+
+// The block's statistics in thread 0: warps first, then warp 0 over the per-warp results.
+__device__ __forceinline__ Welford block_welford(Welford w, Welford* warp_stats) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  w = warp_welford(w);
+  if (lane == 0) warp_stats[warp] = w;
+  __syncthreads();
+  Welford total{0.f, 0.f, 0.f};
+  if (warp == 0) total = warp_welford(lane < kReduceThreads / 32 ? warp_stats[lane] : Welford{0.f, 0.f, 0.f});
+  return total;
+}
+
+// Level 1: Welford over each thread's grid-stride elements, Chan merge over the block; the
+// block's (n, mean, M2) go to partials[b], partials[blocks + b], partials[2 blocks + b].
+__global__ void welford_partials_kernel(const float* __restrict__ x, int count, float* __restrict__ partials) {
+  __shared__ Welford warp_stats[kReduceThreads / 32];
+  Welford w{0.f, 0.f, 0.f};
+  for (int i = blockIdx.x * kReduceThreads + threadIdx.x; i < count; i += gridDim.x * kReduceThreads)
+    w = welford_add(w, x[i]);
+  w = block_welford(w, warp_stats);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = w.n;
+    partials[gridDim.x + blockIdx.x] = w.mean;
+    partials[2 * gridDim.x + blockIdx.x] = w.m2;
+  }
+}
+
+// Level 2, one block: one partial per thread (blocks <= kReduceThreads), the same merge tree;
+// stats = {mean, sample std}.
+__global__ void welford_finalize_kernel(const float* __restrict__ partials, int blocks, float* __restrict__ stats) {
+  __shared__ Welford warp_stats[kReduceThreads / 32];
+  const int b = threadIdx.x;
+  Welford w{0.f, 0.f, 0.f};
+  if (b < blocks) w = Welford{partials[b], partials[blocks + b], partials[2 * blocks + b]};
+  w = block_welford(w, warp_stats);
+  if (threadIdx.x == 0) {
+    stats[0] = w.mean;
+    stats[1] = sqrtf(w.m2 / (w.n - 1.f));
+  }
+}
+
+__global__ void advantages_kernel(const float* __restrict__ returns, float* __restrict__ adv, int count,
+                                  const float* __restrict__ stats) {
+  const int i = blockIdx.x * kReduceThreads + threadIdx.x;
+  if (i >= count) return;
+  adv[i] = advantage_from(returns[i], stats[0], stats[1]);
+}
+
+}  // namespace
+
+// Bytes per call: 8 T N (each reward read once, each return written once).
+void discounted_returns_cuda(const float* rewards, float* returns, int T, int N, float gamma, cudaStream_t stream) {
+  if (T < 0 || N < 0)
+    throw std::invalid_argument("discounted_returns_cuda: T and N must be >= 0, got " + std::to_string(T) + ", " +
+                                std::to_string(N));
+  if (T == 0 || N == 0) return;
+  launch(discounted_returns_kernel, ceil_div(N, kScanThreads), kScanThreads, 0, stream, rewards, returns, T, N,
+         gamma);
+}
+
+// Bytes per call: 4 count read twice (statistics, then advantages), 4 count written, 24 * blocks
+// of scratch (<= 6 KiB) and 8 for the statistics.
+void normalize_advantages_cuda(const float* returns, float* adv, int count, float* scratch, float* stats_out,
+                               cudaStream_t stream) {
+  check_advantage_count(count, "normalize_advantages_cuda");
+  static_assert(kReduceMaxBlocks <= kReduceThreads, "level 2 takes one partial per thread");
+  const unsigned blocks = reduce_blocks(count);
+  launch(welford_partials_kernel, blocks, kReduceThreads, 0, stream, returns, count, scratch);
+  launch(welford_finalize_kernel, 1, kReduceThreads, 0, stream, static_cast<const float*>(scratch),
+         static_cast<int>(blocks), stats_out);
+  launch(advantages_kernel, ceil_div(count, kReduceThreads), kReduceThreads, 0, stream, returns, adv, count,
+         static_cast<const float*>(stats_out));
+}
+
+}  // namespace grpo
