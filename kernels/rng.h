@@ -6,7 +6,9 @@
 // Layout of the Philox4x32-10 counter (cuRAND's curand_init(seed, subsequence, offset)):
 //   subsequence = purpose << 56 | (epoch mod 2^24) << 32 | index      (index: game, row, ...)
 //   offset      = 4 * (step << 32 | block)                              (block: 4 words each)
-// Epochs wrap after 2^24 = 16.7M; steps and blocks have 2^32 values each.
+// Epochs wrap after 2^24 = 16.7M; blocks have 2^32 values; steps must stay below 2^30 (cuRAND
+// takes the offset in 64 bits, so 4 * (step << 32) overflows from step 2^30 on and cuRAND and the
+// written-out Philox below would part ways; T is a few hundred).
 #pragma once
 #include <cstdint>
 
