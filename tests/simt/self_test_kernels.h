@@ -1,0 +1,28 @@
+// Host launchers for the self-test kernels (defined in the *.cu files beside this header).
+#pragma once
+#include <cuda_runtime.h>
+
+namespace simt_test {
+// Block sum of in[0..n) per block of `threads` threads; shared-memory tree with barriers.
+// Threads with tid >= active exit before the first barrier.
+cudaError_t block_sum(const float* in, float* out, int n, int threads, int active, cudaStream_t s = 0);
+// The same reduction with the barrier inside the loop forgotten (planted bug).
+cudaError_t block_sum_racy(const float* in, float* out, int n, int threads, cudaStream_t s = 0);
+// One warp op per kernel; lanes of a block of `threads` threads, results per thread.
+cudaError_t warp_shfl(const int* in, int* out, int threads, int src, int width);
+cudaError_t warp_shfl_up(const int* in, int* out, int threads, int delta, int width);
+cudaError_t warp_shfl_down(const float* in, float* out, int threads, int delta, int width);
+cudaError_t warp_shfl_xor(const double* in, double* out, int threads, int mask, int width);
+cudaError_t warp_votes(const int* pred, unsigned* ballot, int* any, int* all, int threads, unsigned mask);
+// Misuse: the listed lanes call __shfl_sync with a full mask but lane `missing` returns early.
+cudaError_t warp_missing_lane(int* out, int missing);
+cudaError_t warp_own_lane_not_in_mask(int* out);
+cudaError_t barrier_two_places(int* out);
+// Atomics from many blocks: counts[i % bins] += 1 and max/min of the values, float sum.
+cudaError_t atomics(const int* values, int n, int* counts, int bins, int* maxv, unsigned* minv, float* fsum,
+                    unsigned long long* usum);
+// out[i] = a * x[i] + b with a, b by value (graph capture tests).
+cudaError_t axpb(const float* x, float* out, int n, float a, float b, cudaStream_t s);
+// Dynamic shared memory: out[i] = 1 if the arena was poisoned (0xFF bytes) at block start.
+cudaError_t smem_poison(int* out, int blocks, size_t smem_bytes);
+}  // namespace simt_test
