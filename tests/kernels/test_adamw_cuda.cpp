@@ -1,0 +1,109 @@
+// The fused AdamW kernel and the advance_schedule kernel vs their host twins. Both are written
+// with non-contractible operations (kernels/adamw.h), so the comparison is bit for bit.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "kernels/adamw.h"
+#include "kernels/grad_norm.h"
+#include "kernels/train_scalars.h"
+#include "tests/test_util.h"
+
+namespace grpo {
+namespace {
+
+using test::DeviceBuffer;
+using test::random_floats;
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+bool same_bits(const TrainScalars& a, const TrainScalars& b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Several epochs of grad_norm -> adamw -> advance_schedule on both executors, starting near an
+// lr drop so the schedule's step is crossed too.
+TEST(AdamWCuda, EpochsEqualHostTwinBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  for (size_t n : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{37}, size_t{1001}, size_t{4099}}) {
+    auto p = random_floats(n, n, -1, 1);
+    auto m = random_floats(n, n + 1, -0.01f, 0.01f);
+    auto v = random_floats(n, n + 2, 0.f, 1e-4f);
+    DeviceBuffer<float> dp(p), dm(m), dv(v), dg(n), scratch(grad_norm_scratch_floats(n));
+    TrainScalars s = train_scalars_start(1e-2f, 998, 998);
+    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    for (int epoch = 0; epoch < 4; ++epoch) {
+      const auto g = random_floats(n, 77 * n + epoch, -0.3f, 0.3f);
+      dg.upload(g);
+      grad_norm_host(g.data(), n, &s, 1.0f, nullptr);
+      adamw_host(p.data(), g.data(), m.data(), v.data(), n, &s, AdamWConfig{});
+      advance_schedule_host(&s);
+      grad_norm_cuda(dg.get(), n, ds.get(), 1.0f, scratch.get(), nullptr);
+      adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr);
+      advance_schedule_cuda(ds.get(), nullptr);
+      const TrainScalars got = ds.download()[0];
+      // The norm's double sums may differ in order; everything downstream of it must not.
+      // Put the host's norm and clip into the device's scalars to keep the runs in lockstep.
+      ASSERT_NEAR(got.grad_norm, s.grad_norm, 1e-6 * s.grad_norm);
+      ASSERT_NEAR(got.clip_scale, s.clip_scale, 1e-6 * s.clip_scale);
+      ds.upload(std::vector<TrainScalars>{s});
+      ASSERT_TRUE(same_bits(dp.download(), p)) << "params, n " << n << " epoch " << epoch;
+      ASSERT_TRUE(same_bits(dm.download(), m)) << "m, n " << n << " epoch " << epoch;
+      ASSERT_TRUE(same_bits(dv.download(), v)) << "v, n " << n << " epoch " << epoch;
+      TrainScalars g2 = got;
+      g2.grad_norm = s.grad_norm;
+      g2.clip_scale = s.clip_scale;
+      ASSERT_TRUE(same_bits(g2, s)) << "scalars, epoch " << epoch;
+    }
+    EXPECT_EQ(s.epoch, 1002u);
+    EXPECT_EQ(s.adam_step, 1002u);
+    EXPECT_LT(s.lr, 1e-2f);
+  }
+}
+
+TEST(AdamWCuda, NonFiniteFlagSkipsTheUpdate) {
+  GRPO_REQUIRE_DEVICE();
+  const size_t n = 1003;
+  const auto p0 = random_floats(n, 1, -1, 1), m0 = random_floats(n, 2, -0.1f, 0.1f);
+  const auto v0 = random_floats(n, 3, 0.f, 0.01f);
+  auto g = random_floats(n, 4, -1, 1);
+  g[1001] = std::numeric_limits<float>::infinity();
+  DeviceBuffer<float> dp(p0), dm(m0), dv(v0), dg(g), scratch(grad_norm_scratch_floats(n));
+  DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{train_scalars_start(1e-3f, 5, 5)});
+  grad_norm_cuda(dg.get(), n, ds.get(), 1.0f, scratch.get(), nullptr);
+  adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr);
+  EXPECT_EQ(ds.download()[0].nonfinite, 1u);
+  EXPECT_TRUE(same_bits(dp.download(), p0));
+  EXPECT_TRUE(same_bits(dm.download(), m0));
+  EXPECT_TRUE(same_bits(dv.download(), v0));
+  advance_schedule_cuda(ds.get(), nullptr);
+  const TrainScalars s = ds.download()[0];
+  EXPECT_EQ(s.nonfinite, 0u);
+  EXPECT_EQ(s.skipped_updates, 1u);
+  EXPECT_EQ(s.adam_step, 5u);
+  EXPECT_EQ(s.epoch, 6u);
+}
+
+// The StepLR power on the device equals the host's, also far into a run.
+TEST(AdamWCuda, AdvanceScheduleEqualsHostTwin) {
+  GRPO_REQUIRE_DEVICE();
+  for (uint32_t epoch : {0u, 999u, 1999u, 123999u, 4999999u}) {
+    TrainScalars s = train_scalars_start(7e-4f, epoch, epoch / 2);
+    s.nonfinite = epoch % 2;
+    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    advance_schedule_host(&s);
+    advance_schedule_cuda(ds.get(), nullptr);
+    EXPECT_TRUE(same_bits(ds.download()[0], s)) << epoch;
+  }
+}
+
+TEST(AdamWCuda, RejectsMisalignedSlabs) {
+  GRPO_REQUIRE_DEVICE();
+  DeviceBuffer<float> a(8), b(8), c(8), d(8);
+  DeviceBuffer<TrainScalars> s(1);
+  EXPECT_THROW(adamw_cuda(a.get() + 1, b.get(), c.get(), d.get(), 7, s.get(), AdamWConfig{}, nullptr),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace grpo
