@@ -1,0 +1,55 @@
+// Stage 1 of the two-stage column reduction (layout in activations_colsum.h). Include from .cu only.
+//
+// Block (blockIdx.x = column tile, blockIdx.y = row chunk), 256 threads = 8 warps. Warp w takes
+// rows chunk_start + w, + 8, ...; lane l owns columns tile*128 + 4l .. 4l+3, so each warp reads
+// one row's 512 contiguous bytes per tensor. F(row, col0, n, acc) handles n <= 4 columns of a row
+// starting at col0 (and may write an elementwise output on the way) and adds NACC values per
+// column to acc. The 8 warps' sums meet in shared memory, added in warp order (deterministic).
+#pragma once
+#include <algorithm>
+#include <cstddef>
+
+#include "kernels/activations_colsum.h"
+#include "kernels/launch.h"
+
+namespace grpo::colsum {
+
+constexpr size_t smem_bytes(int naccs) { return size_t(naccs) * kWarps * kTileCols * sizeof(float); }
+
+template <int NACC, class F>
+__device__ __forceinline__ void stage1(const F& f, int M, int N, unsigned rows_per_chunk, float* partial) {
+  GRPO_DYNAMIC_SHARED(float, s);  // [NACC][kWarps][kTileCols]
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned col0 = blockIdx.x * kTileCols + 4 * lane;
+  const size_t r0 = size_t(blockIdx.y) * rows_per_chunk;
+  const size_t r1 = std::min(size_t(M), r0 + rows_per_chunk);
+  float acc[NACC][4];
+#pragma unroll
+  for (int a = 0; a < NACC; ++a)
+#pragma unroll
+    for (int k = 0; k < 4; ++k) acc[a][k] = 0.f;
+  if (col0 < unsigned(N)) {
+    const unsigned n = std::min(4u, unsigned(N) - col0);
+    for (size_t r = r0 + warp; r < r1; r += kWarps) f(r, col0, n, acc);
+  }
+  // float4 stores: each quarter warp covers all 32 banks once, no conflicts.
+#pragma unroll
+  for (int a = 0; a < NACC; ++a)
+    *reinterpret_cast<float4*>(s + (a * kWarps + warp) * kTileCols + 4 * lane) =
+        make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
+  __syncthreads();
+  const unsigned col = blockIdx.x * kTileCols + threadIdx.x;
+  if (threadIdx.x < kTileCols && col < unsigned(N)) {
+#pragma unroll
+    for (int a = 0; a < NACC; ++a) {
+      float t = 0.f;
+      for (unsigned w = 0; w < kWarps; ++w) t += s[(a * kWarps + w) * kTileCols + threadIdx.x];
+      partial[(size_t(a) * gridDim.y + blockIdx.y) * N + col] = t;
+    }
+  }
+}
+
+inline dim3 stage1_grid(int M, int N) { return dim3(ceil_div(size_t(N), kTileCols), chunks(size_t(M))); }
+inline dim3 stage1_block() { return dim3(kWarps * 32); }
+
+}  // namespace grpo::colsum

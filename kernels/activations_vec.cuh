@@ -1,0 +1,36 @@
+// Four neighbouring columns of one row, loaded and stored as one float4 when the row layout allows
+// it (N % 4 == 0 and 16-byte aligned bases: every group then starts on a 16-byte boundary), and
+// as up to four scalars otherwise (the ragged tail of a row, or odd shapes in tests). Kernels
+// decide `vec` once per launch on the host, so the branch is uniform.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/hd.h"
+
+namespace grpo {
+
+inline bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+// Loads p[0 .. n-1] (n <= 4) into v; the rest of v is 0.
+__device__ __forceinline__ void load4(const float* p, unsigned n, bool vec, float (&v)[4]) {
+  if (vec && n == 4) {
+    const float4 t = *reinterpret_cast<const float4*>(p);
+    v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+    return;
+  }
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k) v[k] = k < n ? p[k] : 0.f;
+}
+
+__device__ __forceinline__ void store4(float* p, unsigned n, bool vec, const float (&v)[4]) {
+  if (vec && n == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    return;
+  }
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k)
+    if (k < n) p[k] = v[k];
+}
+
+}  // namespace grpo

@@ -1,0 +1,45 @@
+// LayerNorm of gelu(h0) with the residual fused, as in the policy network (spec/training.md):
+//   g = gelu(h0);  mean, var = Welford over the row (biased variance);  rstd = 1/sqrt(var + 1e-5)
+//   h1 = h0 + (g - mean) * rstd * gamma + beta
+// h0, h1, dh1, dh0: [M, N]; gamma, beta, dgamma, dbeta: [N]; mean, rstd: [M] (saved for backward).
+// N from 8 to 8192: the kernels use a warp per row up to 1024 columns, a block per row above.
+// Backward, with xhat = (g - mean) * rstd and dxhat = dh1 * gamma:
+//   dh0 = dh1 + gelu'(h0) * rstd * (dxhat - mean_row(dxhat) - xhat * mean_row(dxhat * xhat))
+//   dgamma = column sums of dh1 * xhat;  dbeta = column sums of dh1   (overwritten, not added)
+// dgamma/dbeta use the deterministic two-stage reduction through caller-provided scratch.
+#pragma once
+#include <cstddef>
+
+#include "kernels/activations_colsum.h"
+
+#if defined(GRPO_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace grpo {
+
+constexpr float kLayerNormEps = 1e-5f;
+constexpr int kLayerNormMinN = 8, kLayerNormMaxN = 8192;
+
+// Scratch floats layernorm_residual_backward needs (the same for host and cuda; host ignores it).
+inline size_t layernorm_residual_backward_scratch_floats(int M, int N) {
+  return 2 * size_t(colsum::chunks(size_t(M))) * size_t(N);
+}
+
+void layernorm_residual_forward_host(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
+                                     float* rstd, int M, int N);
+void layernorm_residual_backward_host(const float* dh1, const float* h0, const float* gamma, const float* mean,
+                                      const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
+                                      float* scratch);
+#if defined(GRPO_HAVE_CUDA)
+void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
+                                     float* rstd, int M, int N, cudaStream_t stream);
+void layernorm_residual_backward_cuda(const float* dh1, const float* h0, const float* gamma, const float* mean,
+                                      const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
+                                      float* scratch, cudaStream_t stream);
+#endif
+
+// Throws std::invalid_argument unless 8 <= N <= 8192 and M >= 0.
+void check_layernorm_shape(int M, int N, const char* op);
+
+}  // namespace grpo
