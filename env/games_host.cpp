@@ -8,6 +8,9 @@ namespace grpo {
 
 namespace {
 constexpr size_t kAlign = 256;
+// A game step costs tens of nanoseconds: below this many games a parallel region's fork/join
+// (and its spinning on a busy machine) costs more than it saves.
+constexpr int kParallelGames = 16384;
 size_t padded(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 }  // namespace
 
@@ -53,7 +56,7 @@ void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas
                       const uint32_t* epoch, float* obs) {
   check_games_args(cfg, view, replicas < 1 ? -1 : replicas);
   const uint32_t e = *epoch;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (view.n >= kParallelGames)
   for (int g = 0; g < view.n; ++g) reset_one_game(cfg, view, g, replicas, seed, e, obs);
 }
 
@@ -61,7 +64,7 @@ void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t
                      const uint32_t* epoch, uint32_t t, float* reward_out, float* obs_next) {
   check_games_args(cfg, view);
   const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, seed, *epoch, t};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (view.n >= kParallelGames)
   for (int g = 0; g < view.n; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
 }
 
@@ -70,7 +73,7 @@ void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, cons
                               float* obs_next) {
   check_games_args(cfg, view);
   const ExplicitDrawSource draws{cfg.max_fruits, coins, spawn_x};
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (view.n >= kParallelGames)
   for (int g = 0; g < view.n; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
 }
 

@@ -12,7 +12,8 @@
 #include "env/game_config.h"
 #include "kernels/hd.h"
 
-#if defined(__CUDACC__)
+// Device pass only: g++ (and nvcc's host pass) would warn about an unknown pragma.
+#if defined(__CUDA_ARCH__)
 #define GRPO_UNROLL _Pragma("unroll")
 #else
 #define GRPO_UNROLL

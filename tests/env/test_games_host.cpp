@@ -1,0 +1,215 @@
+// The vectorised host executor: layout, resets, the draw mapping, and invariants over long
+// random runs (issue 3, item 4).
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "env/games.h"
+#include "kernels/rng.h"
+#include "tests/env/rules_fixture.h"
+#include "tests/test_util.h"
+
+namespace grpo {
+namespace {
+using test::config;
+
+struct HostGames {
+  std::vector<unsigned char> block;
+  GamesView view;
+  HostGames(const GameConfig& c, int n) : block(games_state_bytes(c, n), 0xAB) {
+    view = make_games_view(c, n, block.data());
+  }
+};
+
+TEST(GamesLayout, ArraysAreAlignedDisjointAndInsideTheBlock) {
+  const GameConfig c = config(20, 15, 3, 5, 1, 5);
+  const int n = 77;
+  const size_t bytes = games_state_bytes(c, n);
+  EXPECT_EQ(bytes % 256, 0u);
+  std::vector<unsigned char> block(bytes + 256);
+  unsigned char* base = block.data() + (256 - reinterpret_cast<uintptr_t>(block.data()) % 256);
+  const GamesView v = make_games_view(c, n, base);
+  struct Span {
+    const void* p;
+    size_t len;
+  } spans[] = {{v.sprite_x, 4u * n}, {v.active, 4u * n},   {v.fruit_x, 4u * n * 5}, {v.fruit_y, 4u * n * 5},
+               {v.score, 4u * n},    {v.steps, 4u * n},    {v.bottomed, 4u * n},    {v.caught, 4u * n}};
+  for (size_t a = 0; a < std::size(spans); ++a) {
+    const auto* pa = static_cast<const unsigned char*>(spans[a].p);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(pa) % 256, 0u) << a;
+    EXPECT_GE(pa, base);
+    EXPECT_LE(pa + spans[a].len, base + bytes) << a;
+    for (size_t b = a + 1; b < std::size(spans); ++b) {
+      const auto* pb = static_cast<const unsigned char*>(spans[b].p);
+      EXPECT_TRUE(pa + spans[a].len <= pb || pb + spans[b].len <= pa) << a << " overlaps " << b;
+    }
+  }
+}
+
+TEST(GamesLayout, StoreThenLoadRoundTrips) {
+  const GameConfig c = config(20, 15, 3, 7, 1, 5);
+  HostGames h(c, 13);
+  std::mt19937 gen(7);
+  std::vector<GameState> want(13);
+  for (int g = 0; g < 13; ++g) {
+    GameState s = start_state(0, 0);
+    s.sprite_x = gen() % 20;
+    s.active = gen() & 0x7F;
+    for (int i = 0; i < 7; ++i) {
+      s.fruit_x[i] = gen() % 20;
+      s.fruit_y[i] = gen() % 15;
+    }
+    s.score = int(gen() % 100) - 50;
+    s.steps = gen() % 1000;
+    s.bottomed = gen() % 100;
+    s.caught = gen() % 100;
+    want[g] = s;
+    h.view.store(g, s);
+  }
+  for (int g = 0; g < 13; ++g) {
+    const GameState s = h.view.load(g);
+    EXPECT_EQ(std::memcmp(&s, &want[g], sizeof s), 0) << g;
+  }
+}
+
+TEST(GamesReset, ReplicasShareTheirGroupsDrawnStart) {
+  const GameConfig c = config(23, 15, 3, 4, 1, 5);
+  const int R = 5, n = c.groups() * R;
+  HostGames h(c, n);
+  std::vector<float> obs = test::poisoned(size_t(n) * c.obs_dim());
+  const uint32_t epoch = 12;
+  games_reset_host(c, h.view, R, 99, &epoch, obs.data());
+  std::vector<int> xs;
+  for (int g = 0; g < n; ++g) {
+    const int group = g / R;
+    const int x = int(bits_to_index(draw4(99, Purpose::StartFruit, 12, 0, group).x, 23));
+    xs.push_back(x);
+    const GameState s = h.view.load(g);
+    EXPECT_EQ(s.sprite_x, group + 1);
+    EXPECT_EQ(s.active, 1u);
+    EXPECT_EQ(s.fruit_x[0], x);
+    EXPECT_EQ(s.score | s.steps | s.bottomed | s.caught, 0);
+    const float want[13] = {float(group + 1), float(x), 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 13; ++k) ASSERT_EQ(obs[size_t(g) * 13 + k], want[k]) << g << "," << k;
+  }
+  // Another epoch draws other start fruits (20 groups all equal by chance: ~0).
+  const uint32_t next = 13;
+  games_reset_host(c, h.view, R, 99, &next, obs.data());
+  int same = 0;
+  for (int g = 0; g < n; g += R) same += h.view.load(g).fruit_x[0] == xs[g];
+  EXPECT_LT(same, c.groups());
+  EXPECT_THROW(games_reset_host(c, h.view, R + 1, 99, &next, obs.data()), std::invalid_argument);
+}
+
+TEST(GamesDraws, WordMappingAcrossPhiloxBlocks) {
+  for (int fmax : {1, 3, 4, 7, 8}) {
+    const StepDraws d = spawn_draws(29, fmax, 5, 3, 17, 41);
+    const Bits4 b0 = draw4(5, Purpose::Spawn, 3, 17, 41, 0);
+    const Bits4 b1 = draw4(5, Purpose::Spawn, 3, 17, 41, 1);
+    const Bits4 b2 = draw4(5, Purpose::Spawn, 3, 17, 41, 2);
+    const uint32_t w[9] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x};
+    EXPECT_EQ(d.coin, bits_to_uniform(w[0]));
+    for (int j = 0; j < fmax; ++j) EXPECT_EQ(d.spawn_x[j], int(bits_to_index(w[j + 1], 29))) << fmax << " " << j;
+  }
+}
+
+// Long random runs on several configurations: after every step the invariants hold, the
+// observations and rewards match the state, and the Philox source equals explicit draws.
+void random_run(const GameConfig& c, int R, int T, uint64_t seed) {
+  const int n = c.groups() * R, D = c.obs_dim(), F = c.max_fruits;
+  HostGames h(c, n), twin(c, n);
+  std::vector<float> obs = test::poisoned(size_t(n) * D), obs_twin(obs), reward(n), reward_twin(n);
+  const uint32_t epoch = 3;
+  games_reset_host(c, h.view, R, seed, &epoch, obs.data());
+  games_reset_host(c, twin.view, R, seed, &epoch, obs_twin.data());
+  std::mt19937 gen{uint32_t(seed)};
+  std::vector<int32_t> actions(n), spawn_x(size_t(n) * F);
+  std::vector<float> coins(n);
+  std::vector<GameState> prev(n);
+  long long spawned = 0, caught = 0;
+  for (int t = 0; t < T; ++t) {
+    for (auto& a : actions) a = int32_t(gen() % 3);
+    for (int g = 0; g < n; ++g) {
+      prev[g] = h.view.load(g);
+      const StepDraws d = spawn_draws(c.screen_width, F, seed, epoch, t, g);
+      coins[g] = d.coin;
+      for (int j = 0; j < F; ++j) spawn_x[size_t(g) * F + j] = d.spawn_x[j];
+    }
+    std::fill(reward.begin(), reward.end(), test::poison_value());
+    std::fill(obs.begin(), obs.end(), test::poison_value());
+    games_step_host(c, h.view, actions.data(), seed, &epoch, uint32_t(t), reward.data(), obs.data());
+    games_step_explicit_host(c, twin.view, actions.data(), coins.data(), spawn_x.data(), uint32_t(t),
+                             reward_twin.data(), obs_twin.data());
+    ASSERT_EQ(std::memcmp(h.block.data(), twin.block.data(), h.block.size()), 0) << t;
+    ASSERT_EQ(std::memcmp(obs.data(), obs_twin.data(), obs.size() * 4), 0) << t;
+    ASSERT_EQ(std::memcmp(reward.data(), reward_twin.data(), reward.size() * 4), 0) << t;
+    for (int g = 0; g < n; ++g) {
+      const GameState s = h.view.load(g), p = prev[g];
+      const int na = active_count(s);
+      ASSERT_GE(na, 1) << t;
+      ASSERT_LE(na, F) << t;
+      ASSERT_EQ(s.active >> F, 0u);
+      ASSERT_EQ(s.steps, p.steps + 1);
+      ASSERT_GE(s.bottomed, p.bottomed);
+      ASSERT_GE(s.caught, p.caught);
+      ASSERT_LE(s.caught, s.bottomed);
+      // score = caught - missed, and every bottomed fruit was caught or missed (none leave off screen
+      // from a reachable state): score = caught - (bottomed - caught).
+      ASSERT_EQ(s.score, 2 * s.caught - s.bottomed) << t;
+      ASSERT_LE(std::abs(s.score - p.score), F);
+      ASSERT_GE(s.sprite_x, 0);
+      ASSERT_LT(s.sprite_x, c.screen_width);
+      for (int i = 0; i < F; ++i) {
+        ASSERT_GE(s.fruit_x[i], 0);
+        ASSERT_LT(s.fruit_x[i], c.screen_width);
+        if (slot_active(s, i)) {
+          ASSERT_LT(s.fruit_y[i], c.screen_height - 1);
+        }
+        if (!slot_active(s, i) && !slot_active(p, i)) {
+          ASSERT_EQ(s.fruit_x[i], p.fruit_x[i]);  // inactive fruits do not move
+          ASSERT_EQ(s.fruit_y[i], p.fruit_y[i]);
+        }
+        spawned += slot_active(s, i) && s.fruit_y[i] == 0;
+      }
+      float row[1 + 3 * kMaxFruitSlots];
+      write_observation(c, s, row);
+      ASSERT_EQ(std::memcmp(row, &obs[size_t(g) * D], size_t(D) * 4), 0);
+      ASSERT_EQ(reward[g], grpo::reward(uint32_t(t), p.score, s));
+      ASSERT_GE(reward[g], -2.f);
+      ASSERT_LE(reward[g], 2.f);
+    }
+  }
+  for (int g = 0; g < n; ++g) caught += h.view.load(g).caught;
+  EXPECT_GT(spawned, n);  // the run did spawn and catch: the checks above saw real play
+  EXPECT_GT(caught, 0);
+}
+
+TEST(GamesInvariants, DefaultConfig) { random_run(GameConfig{}, 3, 600, 11); }
+TEST(GamesInvariants, ManyFruitsNoInterval) { random_run(config(21, 9, 3, 7, 2, 0), 2, 500, 12); }
+TEST(GamesInvariants, EightSlotsWideSprite) { random_run(config(13, 6, 5, 8, 3, 1), 3, 500, 13); }
+TEST(GamesInvariants, SpriteWidthOneTinyScreen) { random_run(config(4, 2, 1, 1, 1, 0), 7, 800, 14); }
+TEST(GamesInvariants, LargeScreen) { random_run(config(67, 120, 4, 5, 1, 9), 1, 700, 15); }
+
+TEST(GamesStep, IsDeterministicAndWritesObservationsOnlyWhenAsked) {
+  const GameConfig c;
+  const int R = 2, n = c.groups() * R;
+  HostGames a(c, n), b(c, n);
+  std::vector<float> obs(size_t(n) * c.obs_dim()), ra(n), rb(n);
+  const uint32_t epoch = 1;
+  games_reset_host(c, a.view, R, 4, &epoch, obs.data());
+  games_reset_host(c, b.view, R, 4, &epoch, obs.data());
+  std::vector<int32_t> actions(n);
+  std::mt19937 gen(3);
+  for (uint32_t t = 0; t < 50; ++t) {
+    for (auto& x : actions) x = int32_t(gen() % 3);
+    games_step_host(c, a.view, actions.data(), 4, &epoch, t, ra.data(), nullptr);
+    games_step_host(c, b.view, actions.data(), 4, &epoch, t, rb.data(), obs.data());
+    ASSERT_EQ(ra, rb);
+  }
+  EXPECT_EQ(a.block, b.block);
+}
+
+}  // namespace
+}  // namespace grpo
