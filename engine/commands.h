@@ -14,5 +14,7 @@ struct Command {
 };
 
 Command add_replay_command(CLI::App& app);  // env/replay_command.cpp
+Command add_train_command(CLI::App& app);   // engine/train_command.cpp
+Command add_info_command(CLI::App& app);    // engine/info_command.cpp
 
 }  // namespace grpo

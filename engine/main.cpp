@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "grpo 0.1");
   std::vector<grpo::Command> commands;
+  commands.push_back(grpo::add_train_command(app));
+  commands.push_back(grpo::add_info_command(app));
   commands.push_back(grpo::add_replay_command(app));
   try {
     app.parse(argc, argv);

@@ -1,0 +1,35 @@
+// What one epoch costs, counted rather than timed (DESIGN.md "Performance method"; the FLOP
+// formula is spec/training.md's). P = D*Hd + Hd*Hd + 3*Hd matrix weights, M = T*N samples.
+#pragma once
+#include <cstdint>
+
+#include "engine/layout.h"
+#include "engine/train_config.h"
+
+namespace grpo {
+
+struct EpochCost {
+  double flops;          // matrix products: rollout 2MP + loss forward 2MP + backward 4MP
+  double min_bytes;      // a lower bound on DRAM traffic, see epoch_cost()
+  double rollout_steps;  // T: kernels that cannot overlap (the latency floor of the rollout)
+};
+
+inline EpochCost epoch_cost(const TrainConfig& c) {
+  const double M = double(c.samples()), H = c.hidden_size, D = c.obs_dim();
+  const double P = D * H + H * H + kActions * H;
+  const ParamLayout l(c.hidden_size, c.obs_dim());
+  EpochCost k;
+  k.flops = 8.0 * M * P;
+  // Weights are read once per forward pass (T rollout steps, the loss pass) and by the backward,
+  // gradients written once, AdamW reads p, g, m, v and writes p, m, v. In the loss pass each of
+  // the four [M, Hd] activations (h0, h1, a1, h2) and four gradients (dh2, da1, dh1, dh0) is
+  // written once and read once; observations, logits and the rollout record are small.
+  const double weights = (double(c.max_steps) + 2.0) * P * 4 + double(l.count) * 4 * (1 + 7);
+  const double activations = 16.0 * M * H * 4;
+  const double record = M * (D + 3 + 3 + 4) * 4 * 2;
+  k.min_bytes = weights + activations + record;
+  k.rollout_steps = c.max_steps;
+  return k;
+}
+
+}  // namespace grpo

@@ -1,0 +1,167 @@
+// The CUDA executor. Epoch 0 of a process (a warm-up: every cuBLAS shape is met once) runs
+// eagerly; then the whole step plus the copy of the metrics ring into pinned memory is captured
+// into one graph, and every later epoch is one cudaGraphLaunch (notes/cuda-graphs.md). With
+// --no-graph every epoch runs eagerly, with an NVTX range per phase for Nsight Systems.
+#include <cstring>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "engine/cuda_ops.h"
+#include "engine/errors.h"
+#include "engine/executor.h"
+#include "engine/metrics_ring.h"
+#include "engine/step.h"
+#include "kernels/check.h"
+
+namespace grpo {
+
+namespace {
+
+std::string gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
+  return buf;
+}
+
+class CudaExecutor final : public Executor {
+ public:
+  explicit CudaExecutor(const TrainConfig& c)
+      : cfg_(c), layout_(c.hidden_size, c.obs_dim()), arena_bytes_(ArenaLayout(c).total) {
+    // Refuse a configuration that cannot fit before allocating anything.
+    const size_t slab_bytes = 4 * layout_.total * sizeof(float);
+    const size_t need = slab_bytes + arena_bytes_ + (size_t(64) << 20);  // + cuBLAS workspace, slack
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    if (need > free_bytes)
+      throw UsageError("this configuration needs about " + gib(need) + " of device memory and only " +
+                       gib(free_bytes) + " is free: lower --hidden-size, --batch-size or --max-steps");
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    blas_ = std::make_unique<Blas>(BlasOptions{c.tf32});
+    blas_->bind(stream_);
+    ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream_);
+    ops_->set_ranges(!c.use_graph);
+    CUDA_CHECK(cudaMalloc(&slabs_, slab_bytes));
+    CUDA_CHECK(cudaMalloc(&arena_, arena_bytes_));
+    CUDA_CHECK(cudaMemset(slabs_, 0, slab_bytes));
+    CUDA_CHECK(cudaMemset(arena_, 0, arena_bytes_));
+    CUDA_CHECK(cudaMallocHost(&pinned_ring_, kMetricsRing * sizeof(TrainScalars)));
+    std::memset(pinned_ring_, 0, kMetricsRing * sizeof(TrainScalars));
+    for (auto& e : events_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    buffers_ = StepBuffers::over(slabs_, arena_, c);
+  }
+
+  ~CudaExecutor() override {
+    // Destructors never throw: release what exists, ignore errors of a broken context.
+    if (exec_) cudaGraphExecDestroy(exec_);
+    if (graph_) cudaGraphDestroy(graph_);
+    for (auto& e : events_)
+      if (e) cudaEventDestroy(e);
+    ops_.reset();
+    blas_.reset();
+    if (stream_) cudaStreamDestroy(stream_);
+    cudaFreeHost(pinned_ring_);
+    cudaFree(arena_);
+    cudaFree(slabs_);
+  }
+
+  std::string describe() const override {
+    cudaDeviceProp p{};
+    int dev = 0;
+    std::string name = "?";
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) name = p.name;
+    return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch)" : " (eager, --no-graph)");
+  }
+
+  void set_state(const RunState& s) override {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaMemcpy(slabs_, s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice));
+    next_epoch_ = s.scalars.epoch;
+  }
+
+  RunState get_state() override {
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    RunState s;
+    s.slabs.resize(4 * layout_.total);
+    CUDA_CHECK(cudaMemcpy(s.slabs.data(), slabs_, s.slabs.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpy(&s.scalars, buffers_.scalars, sizeof s.scalars, cudaMemcpyDeviceToHost));
+    return s;
+  }
+
+  void launch_epoch() override {
+    const uint32_t slot = launched_ % kMetricsRing;
+    if (!cfg_.use_graph || launched_ == 0) {
+      enqueue_epoch();
+    } else {
+      if (!exec_) capture();
+      nvtxRangePushA("epoch graph");
+      CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
+      nvtxRangePop();
+    }
+    CUDA_CHECK(cudaEventRecord(events_[slot], stream_));
+    event_epoch_[slot] = next_epoch_++;
+    ++launched_;
+  }
+
+  TrainScalars wait_metrics(uint32_t epoch) override {
+    // One event per launch, cycling with the ring; the trainer has at most two epochs in flight.
+    int ev = -1;
+    for (int i = 0; i < kMetricsRing; ++i)
+      if (events_[i] && event_epoch_[i] == epoch && uint64_t(i) < launched_) ev = i;
+    if (ev < 0) throw CudaError("wait_metrics: epoch " + std::to_string(epoch) + " was not launched recently");
+    CUDA_CHECK(cudaEventSynchronize(events_[ev]));
+    const uint32_t slot = epoch % kMetricsRing;
+    TrainScalars m;
+    std::memcpy(&m, &pinned_ring_[slot], sizeof m);
+    if (m.epoch != epoch)
+      throw CudaError("metrics ring out of step: wanted epoch " + std::to_string(epoch) + ", slot holds " +
+                      std::to_string(m.epoch));
+    return m;
+  }
+
+  size_t capture_graph() override {
+    if (!cfg_.use_graph) return 0;
+    if (!exec_) capture();
+    size_t n = 0;
+    CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &n));
+    return n;
+  }
+
+ private:
+  void capture() {
+    CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+    enqueue_epoch();
+    CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
+    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+  }
+
+  void enqueue_epoch() {
+    training_step(*ops_, buffers_, cfg_);
+    // The last node: the metrics ring to pinned memory, read by the host an epoch later.
+    CUDA_CHECK(cudaMemcpyAsync(pinned_ring_, buffers_.ring, kMetricsRing * sizeof(TrainScalars),
+                               cudaMemcpyDeviceToHost, stream_));
+  }
+
+  TrainConfig cfg_;
+  ParamLayout layout_;
+  size_t arena_bytes_;
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<Blas> blas_;
+  std::unique_ptr<CudaOps> ops_;
+  float* slabs_ = nullptr;
+  void* arena_ = nullptr;
+  TrainScalars* pinned_ring_ = nullptr;
+  cudaEvent_t events_[kMetricsRing] = {};
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  StepBuffers buffers_{};
+  uint32_t event_epoch_[kMetricsRing] = {};  // the epoch each event's launch ran
+  uint64_t launched_ = 0;
+  uint32_t next_epoch_ = 0;  // host mirror of the device epoch counter, for naming launches
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c) { return std::make_unique<CudaExecutor>(c); }
+
+}  // namespace grpo

@@ -1,0 +1,53 @@
+// An executor owns the memory of a run and runs epochs: HostExecutor on the CPU (the reference),
+// CudaExecutor on a GPU (eagerly, or one captured CUDA graph replayed per epoch). The trainer
+// drives both the same way: launch epoch e, then wait for epoch e-1's metrics while e runs.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/layout.h"
+#include "engine/train_config.h"
+#include "kernels/train_scalars.h"
+
+namespace grpo {
+
+// What a checkpoint holds and a resume restores: the four slabs and the scalars.
+struct RunState {
+  std::vector<float> slabs;  // params, grads, adam m, adam v: 4 * ParamLayout::total floats
+  TrainScalars scalars{};
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  virtual std::string describe() const = 0;
+  // Synchronous state transfer: at setup, for checkpoints, never inside an epoch.
+  virtual void set_state(const RunState& s) = 0;
+  virtual RunState get_state() = 0;
+  // Enqueues the next epoch (the one named by the scalars' epoch counter); may return at once.
+  virtual void launch_epoch() = 0;
+  // Blocks until epoch `epoch` has finished and returns its metrics snapshot.
+  virtual TrainScalars wait_metrics(uint32_t epoch) = 0;
+  // Captures the epoch graph now if it was not yet (without running it) and returns its node
+  // count; 0 for executors without a graph.
+  virtual size_t capture_graph() { return 0; }
+};
+
+std::unique_ptr<Executor> make_host_executor(const TrainConfig& c);
+#if defined(GRPO_HAVE_CUDA)
+std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c);
+#endif
+
+// Whether a CUDA device answers; if not, *why says what happened.
+bool cuda_device_available(std::string* why);
+
+// Picks the executor for c.backend (auto: cuda when a real GPU answers, else host with a notice
+// on stderr). Throws UsageError for --backend cuda without a device.
+std::unique_ptr<Executor> make_executor(const TrainConfig& c, bool quiet = false);
+
+// A fresh run's state: initial parameters from the seed, zero gradients and moments.
+RunState initial_state(const TrainConfig& c);
+
+}  // namespace grpo

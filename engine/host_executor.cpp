@@ -1,0 +1,64 @@
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "engine/executor.h"
+#include "engine/host_ops.h"
+#include "engine/metrics_ring.h"
+#include "engine/step.h"
+
+namespace grpo {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+void* aligned_zeroed(size_t bytes) {
+  bytes = (bytes + 63) & ~size_t{63};
+  void* p = std::aligned_alloc(64, bytes);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return p;
+}
+
+class HostExecutor final : public Executor {
+ public:
+  explicit HostExecutor(const TrainConfig& c)
+      : cfg_(c),
+        layout_(c.hidden_size, c.obs_dim()),
+        slabs_(static_cast<float*>(aligned_zeroed(4 * layout_.total * sizeof(float)))),
+        arena_(aligned_zeroed(ArenaLayout(c).total)),
+        ops_(c.game, c.batch_size),
+        buffers_(StepBuffers::over(slabs_.get(), arena_.get(), c)) {}
+
+  std::string describe() const override { return "host (CPU reference executor)"; }
+
+  void set_state(const RunState& s) override {
+    std::memcpy(slabs_.get(), s.slabs.data(), 4 * layout_.total * sizeof(float));
+    *buffers_.scalars = s.scalars;
+  }
+  RunState get_state() override {
+    RunState s;
+    s.slabs.assign(slabs_.get(), slabs_.get() + 4 * layout_.total);
+    s.scalars = *buffers_.scalars;
+    return s;
+  }
+  void launch_epoch() override { training_step(ops_, buffers_, cfg_); }
+  TrainScalars wait_metrics(uint32_t epoch) override { return buffers_.ring[epoch % kMetricsRing]; }
+
+ private:
+  TrainConfig cfg_;
+  ParamLayout layout_;
+  std::unique_ptr<float, FreeDeleter> slabs_;
+  std::unique_ptr<void, FreeDeleter> arena_;
+  HostOps ops_;
+  StepBuffers buffers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_host_executor(const TrainConfig& c) { return std::make_unique<HostExecutor>(c); }
+
+}  // namespace grpo

@@ -1,0 +1,67 @@
+// Where everything lives. Parameters, gradients and the two AdamW moments are four slabs with
+// one layout (tiny-cuda-nn style), so the optimiser and the gradient norm see one flat array;
+// every activation and rollout buffer is a view into one arena sized from the config before any
+// work. Offsets are in elements and rounded up to 4 so every view is 16-byte aligned (float4).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "engine/train_config.h"
+#include "kernels/policy_head.h"
+
+namespace grpo {
+
+inline size_t align4(size_t n) { return (n + 3) & ~size_t{3}; }
+
+struct ParamTensor {
+  const char* name;  // PyTorch module name (spec/training.md), used in checkpoints
+  int rows, cols;    // [out, in] for weights, [n, 1] for vectors
+  size_t offset;     // in floats, into the slab
+  size_t size() const { return size_t(rows) * cols; }
+};
+
+// fc_in.weight, layer_norm.weight, layer_norm.bias, fc1.weight, fc1.bias, fc_out.weight, fc_out.bias
+struct ParamLayout {
+  enum Index { FcInW, LnGamma, LnBeta, Fc1W, Fc1B, FcOutW, FcOutB, kCount };
+  std::array<ParamTensor, kCount> tensors{};
+  size_t total = 0;  // floats in one slab, padding included
+  size_t count = 0;  // real parameters, padding excluded
+
+  ParamLayout(int hidden, int obs_dim);
+  const ParamTensor& operator[](int i) const { return tensors[i]; }
+};
+
+// Typed pointers into one slab (parameters, gradients or a moment) following a ParamLayout.
+struct ParamViews {
+  float* fc_in_w;
+  float* ln_gamma;
+  float* ln_beta;
+  float* fc1_w;
+  float* fc1_b;
+  float* fc_out_w;
+  float* fc_out_b;
+  static ParamViews over(float* slab, const ParamLayout& l);
+};
+
+// Every buffer one epoch needs, as offsets (bytes) into one arena. M = T * N samples, N games.
+struct ArenaLayout {
+  // Rollout record, one row per (t, game), t-major: row = t * N + game.
+  size_t obs, actions, rewards, returns, advantages;
+  // Network activations for M rows (the loss pass); the rollout reuses the first N rows.
+  size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
+  // Backward: d_big holds dh2 then da1 in place; dh1 reuses h2 (dead after dW_out); dh0 reuses a1.
+  size_t d_big, dlogits;
+  size_t games;          // the vectorised game state
+  size_t adv_stats;      // mean and std of the returns (2 floats)
+  size_t scalars;        // TrainScalars
+  size_t metrics;        // the device-side metrics ring (kMetricsRing TrainScalars)
+  size_t scratch;        // reductions' partial results
+  size_t scratch_floats;
+  size_t total;          // bytes
+
+  explicit ArenaLayout(const TrainConfig& c);
+};
+
+}  // namespace grpo

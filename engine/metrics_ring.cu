@@ -1,0 +1,17 @@
+#include "engine/metrics_ring.h"
+#include "kernels/launch.h"
+
+namespace grpo {
+
+namespace {
+// One thread: 64 bytes. The slot comes from the epoch in device memory, never from the host.
+__global__ void snapshot_metrics_kernel(const TrainScalars* s, TrainScalars* ring) {
+  ring[s->epoch % kMetricsRing] = *s;
+}
+}  // namespace
+
+void snapshot_metrics_cuda(const TrainScalars* s, TrainScalars* ring, cudaStream_t stream) {
+  launch(snapshot_metrics_kernel, 1, 1, 0, stream, s, ring);
+}
+
+}  // namespace grpo

@@ -1,0 +1,75 @@
+// The operations one training step is made of (DESIGN.md principle 2). The step (step.cpp) is
+// written once against this interface; HostOps runs each op as plain C++ (the reference), CudaOps
+// launches the kernels on one stream, eagerly or under capture into the epoch's CUDA graph.
+// Every pointer lives in the executor's memory (host or device). Values that change from epoch to
+// epoch are read through pointers (TrainScalars); by-value arguments are constant for a run.
+#pragma once
+#include <cstdint>
+
+#include "env/games.h"
+#include "kernels/adamw.h"
+#include "kernels/dropout.h"
+#include "kernels/train_scalars.h"
+
+namespace grpo {
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+
+  // The game (env/games.h); the executor knows the game config and the replicas per group.
+  virtual void games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) = 0;
+  virtual void games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch,
+                          uint32_t t, float* reward, float* obs_next) = 0;
+
+  // Row-major products with PyTorch [out, in] weights (kernels/matmul.h):
+  // Y[M,N] = X[M,K] W[N,K]^T (+ b), dX[M,K] = dY[M,N] W[N,K], dW[N,K] = dY^T X (accumulate: +=).
+  virtual void linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) = 0;
+  virtual void linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) = 0;
+  virtual void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
+                                      bool accumulate) = 0;
+  virtual void bias_grad(const float* dY, float* db, int M, int N, float* scratch) = 0;
+
+  // h1 = h0 + LayerNorm(gelu(h0)) and its backward (kernels/layernorm.h).
+  virtual void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1,
+                                          float* mean, float* rstd, int M, int N) = 0;
+  virtual void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma,
+                                           const float* mean, const float* rstd, float* dh0, float* dgamma,
+                                           float* dbeta, int M, int N, float* scratch) = 0;
+
+  // out = dropout(gelu(a + bias)) and its backward (kernels/gelu.h, kernels/dropout.h).
+  virtual void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
+                                         const DropoutSpec& d) = 0;
+  virtual void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da,
+                                          float* dbias, int M, int N, const DropoutSpec& d, float* scratch) = 0;
+
+  // Policy head (kernels/policy_head.h).
+  virtual void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                              int32_t* actions) = 0;
+  virtual void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M,
+                           float entropy_coef, float* dlogits, float* loss_out, float* entropy_out,
+                           float* scratch) = 0;
+
+  // Returns and advantages (kernels/returns.h).
+  virtual void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) = 0;
+  virtual void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
+                                    float* stats_out) = 0;
+
+  // Optimiser (kernels/grad_norm.h, kernels/adamw.h, kernels/train_scalars.h).
+  virtual void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) = 0;
+  virtual void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
+                     const AdamWConfig& cfg) = 0;
+  virtual void advance_schedule(TrainScalars* s) = 0;
+
+  // Metrics (kernels/reduce.h, engine/metrics_ring.h).
+  virtual void mean_f32(const float* x, int n, float* out, float* scratch) = 0;
+  virtual void mean_i32(const int32_t* x, int n, float* out, float* scratch) = 0;
+  virtual void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) = 0;
+
+  virtual void zero(void* p, size_t bytes) = 0;
+  // Profiling ranges (NVTX on the CUDA executor in eager mode); no-ops elsewhere.
+  virtual void range_push(const char*) {}
+  virtual void range_pop() {}
+};
+
+}  // namespace grpo

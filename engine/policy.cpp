@@ -1,0 +1,35 @@
+#include "engine/policy.h"
+
+namespace grpo {
+
+void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                    const PolicyActs& a, const DropoutSpec& drop) {
+  ops.linear_forward(X, p.fc_in_w, nullptr, a.h0, rows, hidden, obs_dim);
+  ops.layernorm_residual_forward(a.h0, p.ln_gamma, p.ln_beta, a.h1, a.ln_mean, a.ln_rstd, rows, hidden);
+  ops.linear_forward(a.h1, p.fc1_w, nullptr, a.a1, rows, hidden, hidden);
+  ops.bias_gelu_dropout_forward(a.a1, p.fc1_b, a.h2, rows, hidden, drop);
+  ops.linear_forward(a.h2, p.fc_out_w, p.fc_out_b, a.logits, rows, kActions, hidden);
+}
+
+void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits,
+                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* d_big,
+                     float* scratch) {
+  // Buffers are recycled as soon as they die, so the loss pass needs five [rows, hidden] arrays:
+  // dh2 -> d_big; da1 -> h2 (dead after dW_out); dh1 -> a1 (dead after the GELU backward);
+  // dh0 -> d_big (dh2 is dead by then). No op ever reads and writes the same buffer.
+  float* dh2 = d_big;
+  float* da1 = a.h2;
+  float* dh1 = a.a1;
+  float* dh0 = d_big;
+  ops.linear_backward_weight(dlogits, a.h2, g.fc_out_w, rows, kActions, hidden, false);
+  ops.bias_grad(dlogits, g.fc_out_b, rows, kActions, scratch);
+  ops.linear_backward_input(dlogits, p.fc_out_w, dh2, rows, kActions, hidden);
+  ops.bias_gelu_dropout_backward(dh2, a.a1, p.fc1_b, da1, g.fc1_b, rows, hidden, drop, scratch);
+  ops.linear_backward_weight(da1, a.h1, g.fc1_w, rows, hidden, hidden, false);
+  ops.linear_backward_input(da1, p.fc1_w, dh1, rows, hidden, hidden);
+  ops.layernorm_residual_backward(dh1, a.h0, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta, rows,
+                                  hidden, scratch);
+  ops.linear_backward_weight(dh0, X, g.fc_in_w, rows, hidden, obs_dim, false);
+}
+
+}  // namespace grpo

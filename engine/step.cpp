@@ -1,0 +1,83 @@
+#include "engine/step.h"
+
+#include "engine/metrics_ring.h"
+
+namespace grpo {
+
+StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
+  const ParamLayout pl(c.hidden_size, c.obs_dim());
+  const ArenaLayout al(c);
+  char* base = static_cast<char*>(arena);
+  auto f = [&](size_t off) { return reinterpret_cast<float*>(base + off); };
+  StepBuffers b;
+  b.params = slabs;
+  b.grads = slabs + pl.total;
+  b.adam_m = slabs + 2 * pl.total;
+  b.adam_v = slabs + 3 * pl.total;
+  b.n_params = pl.total;
+  b.p = ParamViews::over(b.params, pl);
+  b.g = ParamViews::over(b.grads, pl);
+  b.obs = f(al.obs);
+  b.actions = reinterpret_cast<int32_t*>(base + al.actions);
+  b.rewards = f(al.rewards);
+  b.returns = f(al.returns);
+  b.advantages = f(al.advantages);
+  b.adv_stats = f(al.adv_stats);
+  b.acts = {f(al.h0), f(al.h1), f(al.a1), f(al.h2), f(al.logits), f(al.ln_mean), f(al.ln_rstd)};
+  b.d_big = f(al.d_big);
+  b.dlogits = f(al.dlogits);
+  b.scratch = f(al.scratch);
+  b.games = make_games_view(c.game, c.games(), base + al.games);
+  b.scalars = reinterpret_cast<TrainScalars*>(base + al.scalars);
+  b.ring = reinterpret_cast<TrainScalars*>(base + al.metrics);
+  return b;
+}
+
+void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
+  const int T = c.max_steps, N = c.games(), D = c.obs_dim(), H = c.hidden_size;
+  const int M = int(c.samples());
+  const uint32_t* epoch = &b.scalars->epoch;  // read by the kernels: never a frozen argument
+
+  // 1-2. Rollout: T strictly sequential steps of policy, sampling and game.
+  ops.range_push("rollout");
+  ops.games_reset(b.games, c.seed, epoch, b.obs);
+  for (int t = 0; t < T; ++t) {
+    const float* obs_t = b.obs + size_t(t) * N * D;
+    const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutRollout, epoch, uint32_t(t)};
+    policy_forward(ops, b.p, obs_t, N, D, H, b.acts, drop);
+    int32_t* act_t = b.actions + size_t(t) * N;
+    ops.sample_actions(b.acts.logits, N, c.seed, epoch, uint32_t(t), act_t);
+    float* obs_next = t + 1 < T ? b.obs + size_t(t + 1) * N * D : nullptr;
+    ops.games_step(b.games, act_t, c.seed, epoch, uint32_t(t), b.rewards + size_t(t) * N, obs_next);
+  }
+  ops.range_pop();
+
+  // 3-4. Discounted returns per game, normalised over all T*N samples.
+  ops.range_push("returns");
+  ops.discounted_returns(b.rewards, b.returns, T, N, c.gamma);
+  ops.normalize_advantages(b.returns, b.advantages, M, b.scratch, b.adv_stats);
+  ops.range_pop();
+
+  // 5-6. Loss pass on all samples with a fresh dropout mask, then backward.
+  ops.range_push("loss+backward");
+  const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutLoss, epoch, 0};
+  policy_forward(ops, b.p, b.obs, M, D, H, b.acts, drop);
+  ops.policy_loss(b.acts.logits, b.actions, b.advantages, M, c.entropy_coef, b.dlogits, &b.scalars->loss, nullptr,
+                  b.scratch);
+  policy_backward(ops, b.p, b.g, b.obs, b.dlogits, M, D, H, b.acts, drop, b.d_big, b.scratch);
+  ops.range_pop();
+
+  // 6-8. Clip by the global norm, AdamW, metrics, then the schedule and counters move on.
+  ops.range_push("optimizer");
+  ops.grad_norm(b.grads, b.n_params, b.scalars, c.max_grad_norm, b.scratch);
+  AdamWConfig adam;
+  adam.weight_decay = c.weight_decay;
+  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam);
+  ops.mean_f32(b.rewards + size_t(T - 1) * N, N, &b.scalars->reward, b.scratch);
+  ops.mean_i32(b.games.score, N, &b.scalars->score, b.scratch);
+  ops.snapshot_metrics(b.scalars, b.ring);
+  ops.advance_schedule(b.scalars);
+  ops.range_pop();
+}
+
+}  // namespace grpo

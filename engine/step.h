@@ -1,0 +1,33 @@
+// One epoch = one training step (spec/training.md "One epoch"), written once over Ops. The CUDA
+// executor runs it eagerly or captures it into the epoch's graph; the host executor runs it on
+// the CPU. Nothing in here allocates, synchronises or reads a device value on the host.
+#pragma once
+#include <cstdint>
+
+#include "engine/layout.h"
+#include "engine/ops.h"
+#include "engine/policy.h"
+
+namespace grpo {
+
+// Typed views of the parameter slabs and the arena, in the executor's memory.
+struct StepBuffers {
+  ParamViews p, g;
+  float *params, *grads, *adam_m, *adam_v;
+  size_t n_params;  // floats per slab, padding included (padding stays zero)
+  float* obs;       // [T*N, D], row t*N + game
+  int32_t* actions;
+  float *rewards, *returns, *advantages, *adv_stats;
+  PolicyActs acts;  // [M, hidden]; the rollout uses the first N rows
+  float *d_big, *dlogits, *scratch;
+  GamesView games;
+  TrainScalars* scalars;
+  TrainScalars* ring;  // kMetricsRing snapshots
+
+  // slabs: 4 consecutive slabs (params, grads, m, v) of ParamLayout::total floats each.
+  static StepBuffers over(float* slabs, void* arena, const TrainConfig& c);
+};
+
+void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c);
+
+}  // namespace grpo

@@ -1,0 +1,52 @@
+#include "engine/train_config.h"
+
+#include <cmath>
+#include <string>
+
+#include "engine/errors.h"
+
+namespace grpo {
+
+namespace {
+void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError(message);
+}
+}  // namespace
+
+void TrainConfig::validate() const {
+  game.validate();
+  require(hidden_size >= 8 && hidden_size <= 8192, "--hidden-size must be in [8, 8192]");
+  require(batch_size >= 1 && batch_size <= 65536, "--batch-size must be in [1, 65536]");
+  require(total_epochs >= 1 && total_epochs < (1 << 24), "--total-epochs must be in [1, 16777215]");
+  require(max_steps >= 1 && max_steps <= 100000, "--max-steps must be in [1, 100000]");
+  require(std::isfinite(lr) && lr > 0.f && lr <= 1.f, "--lr-rate must be in (0, 1]");
+  require(std::isfinite(dropout) && dropout >= 0.f && dropout < 1.f, "--dropout must be in [0, 1)");
+  require(patience >= 0, "--patience must be >= 0 (0 disables early stopping)");
+  require(checkpoint_every == -1 || checkpoint_every >= 1,
+          "--save-checkpoint-per-num-epoch must be -1 (only at the end) or >= 1");
+  // Kernels index activations with 32-bit integers: keep every [M, width] tensor below 2^31.
+  const int64_t widest = std::max<int64_t>(hidden_size, obs_dim());
+  require(samples() * widest < (int64_t{1} << 31),
+          "--max-steps x games x --hidden-size must stay below 2^31 elements (games = (screen width - 3) x --batch-size)");
+}
+
+void TrainConfig::apply_small_preset() {
+  hidden_size = 512;
+  batch_size = 8;
+  total_epochs = 200;
+  max_steps = 200;
+  lr = 5e-4f;
+  patience = 300;
+  checkpoint_every = 50;
+}
+
+const char* backend_name(Backend b) {
+  switch (b) {
+    case Backend::Auto: return "auto";
+    case Backend::Cuda: return "cuda";
+    case Backend::Host: return "host";
+  }
+  return "?";
+}
+
+}  // namespace grpo

@@ -1,0 +1,47 @@
+// Everything a training run is configured by: the game, the network, the algorithm and the run.
+// Filled from the command line (train_flags.cpp) or a checkpoint; validated before any work.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "env/game_config.h"
+
+namespace grpo {
+
+enum class Backend { Auto, Cuda, Host };
+
+struct TrainConfig {
+  GameConfig game;
+  // Network and algorithm (spec/training.md). Defaults: the reference's command line.
+  int hidden_size = 2048;
+  int batch_size = 32;      // R: replicas per start group; N = groups * R games per epoch
+  int total_epochs = 2000;
+  int max_steps = 100;      // T
+  float lr = 1e-4f;
+  float dropout = 0.1f;
+  float gamma = 0.99f;
+  float entropy_coef = 0.01f;
+  float max_grad_norm = 1.0f;
+  float weight_decay = 1e-5f;
+  // The run.
+  int patience = 500;                  // 0 disables early stopping
+  int checkpoint_every = 200;          // --save-checkpoint-per-num-epoch; -1: only at the end
+  uint64_t seed = 42;
+  Backend backend = Backend::Auto;
+  bool use_graph = true;               // false: --no-graph (eager, per-phase NVTX ranges)
+  bool tf32 = false;
+  std::string out_dir = "runs/latest";
+  std::string metrics_path;            // empty: OUT/metrics.jsonl
+
+  int games() const { return game.groups() * batch_size; }            // N
+  int64_t samples() const { return int64_t{max_steps} * games(); }    // M = T * N
+  int obs_dim() const { return game.obs_dim(); }                       // D
+  // Throws UsageError naming the flag and its accepted range.
+  void validate() const;
+  // The library defaults of the reference, sized for CPU comparisons (spec/training.md).
+  void apply_small_preset();
+};
+
+const char* backend_name(Backend b);
+
+}  // namespace grpo

@@ -1,0 +1,24 @@
+// The `grpo train` flags: the reference's names and defaults (spec/training.md "Defaults"), the
+// game's flags (spec/fruit_catcher.md) and the engine's own. CLI11 checks each value's range
+// and names the flag in its error.
+#pragma once
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/train_config.h"
+
+namespace grpo {
+
+struct TrainFlags {
+  TrainConfig cfg;
+  std::string preset = "reference";
+  bool no_graph = false;
+  std::string backend = "auto";
+};
+
+void add_train_flags(CLI::App& app, TrainFlags& f);
+// Applies the preset, then the flags the user gave explicitly, and validates (UsageError).
+TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f);
+
+}  // namespace grpo
