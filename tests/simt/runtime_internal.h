@@ -43,6 +43,8 @@ bool stream_is_capturing(cudaStream_t s);
 cudaError_t forbid_in_capture();
 void drain();                                       // runs every queued node, in order
 void run_kernel(const KernelLaunch& k);             // scheduler.cpp
+// Sets threadIdx, blockIdx, blockDim, gridDim (coords.cpp) for the thread about to run.
+void set_coords(const uint3& thread, const uint3& block, const dim3& block_dim, const dim3& grid_dim);
 cudaError_t set_error(cudaError_t e);               // records e for cudaGetLastError; returns it
 
 enum class MemKind { Device, Pinned, Pageable };

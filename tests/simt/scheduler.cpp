@@ -17,8 +17,6 @@ namespace ctx = boost::context;
 namespace simt {
 namespace detail {
 
-__thread const Coords* tls_coords = nullptr;
-
 namespace {
 
 // ---- schedule randomness: splitmix64, restarted by set_seed ----
@@ -60,6 +58,13 @@ struct PooledStack {
 };
 
 enum class State { Ready, Barrier, Warp, Done };
+
+struct Coords {
+  uint3 thread;
+  uint3 block;
+  dim3 block_dim;
+  dim3 grid_dim;
+};
 
 struct Thread {
   Coords coords{};
@@ -263,14 +268,13 @@ void run_kernel(const KernelLaunch& k) {
       for (unsigned i : runnable) {
         Thread& t = B.threads[i];
         B.current = &t;
-        tls_coords = &t.coords;
+        set_coords(t.coords.thread, t.coords.block, t.coords.block_dim, t.coords.grid_dim);
         t.fiber = std::move(t.fiber).resume();
         if (B.at_barrier > 0 && B.at_barrier == B.live) release_barrier();
       }
     }
   }
   B.current = nullptr;
-  tls_coords = nullptr;
 }
 
 }  // namespace detail

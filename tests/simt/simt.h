@@ -6,6 +6,9 @@
 // (in intrinsics.h) atomics and math intrinsics. Anything missing is a compile or link error.
 #pragma once
 #include <cuda_runtime.h>
+// cuRAND's device API (the project's Philox draws) must be parsed before threadIdx and blockDim
+// become macros: its MTGP32 part declares parameters with those names.
+#include <curand_kernel.h>
 
 #include <cstdint>
 #include <cstring>
@@ -38,15 +41,6 @@ void set_seed(uint64_t s);
 void* dynamic_shared();
 
 namespace detail {
-
-struct Coords {
-  uint3 thread;
-  uint3 block;
-  dim3 block_dim;
-  dim3 grid_dim;
-};
-// The running fiber's coordinates; the scheduler repoints it at every switch.
-extern __thread const Coords* tls_coords;
 
 struct KernelLaunch {
   const void* func;
@@ -126,10 +120,13 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
 
 }  // namespace simt
 
-#define threadIdx (::simt::detail::tls_coords->thread)
-#define blockIdx (::simt::detail::tls_coords->block)
-#define blockDim (::simt::detail::tls_coords->block_dim)
-#define gridDim (::simt::detail::tls_coords->grid_dim)
+// The running thread's coordinates: plain globals (declared exactly as curand_mtgp32_kernel.h
+// declares them for host builds) that the scheduler rewrites at every fiber switch. Each value
+// is constant for the lifetime of a fiber, so `const` tells the compiler the truth.
+extern const uint3 threadIdx;
+extern const uint3 blockIdx;
+extern const dim3 blockDim;
+extern const dim3 gridDim;
 
 #define __syncthreads() ::simt::detail::syncthreads(__FILE__, __LINE__)
 #define SIMT_AT_ ::simt::detail::At{__FILE__, __LINE__}
