@@ -1,0 +1,90 @@
+// `grpo train` and `grpo info` flags: every invalid value is one line on stderr naming the flag,
+// exit code 2, and nothing written.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code;
+  std::string err;
+};
+
+// Runs the built grpo with `args`, stderr captured (stdout discarded).
+Result run_grpo(const std::string& args) {
+  namespace fs = std::filesystem;
+  const fs::path err = fs::temp_directory_path() / ("grpo_cli_err_" + std::to_string(::getpid()));
+  const std::string cmd = std::string(GRPO_BINARY_DIR) + "/grpo " + args + " >/dev/null 2>" + err.string();
+  const int status = std::system(cmd.c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, ""};
+  if (FILE* f = std::fopen(err.c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.err.append(buf, n);
+    std::fclose(f);
+  }
+  fs::remove(err);
+  return r;
+}
+
+class BadFlag : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(BadFlag, RefusedWithOneLineNamingTheFlagAndNothingWritten) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / ("grpo_cli_out_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const auto [args, flag] = GetParam();
+  const Result r = run_grpo(std::string("train --backend host --out ") + out.string() + " " + args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(flag), std::string::npos) << "stderr does not name " << flag << ": " << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Train, BadFlag,
+    ::testing::Values(std::make_pair("--hidden-size 0", "--hidden-size"),
+                      std::make_pair("--hidden-size 9000", "--hidden-size"),
+                      std::make_pair("--hidden-size abc", "--hidden-size"),
+                      std::make_pair("--batch-size 0", "--batch-size"),
+                      std::make_pair("--total-epochs -3", "--total-epochs"),
+                      std::make_pair("--max-steps 0", "--max-steps"),
+                      std::make_pair("--lr-rate 0", "--lr-rate"),
+                      std::make_pair("--lr-rate 2", "--lr-rate"),
+                      std::make_pair("--dropout 1", "--dropout"),
+                      std::make_pair("--dropout -0.1", "--dropout"),
+                      std::make_pair("--patience -1", "--patience"),
+                      std::make_pair("--save-checkpoint-per-num-epoch 0", "--save-checkpoint-per-num-epoch"),
+                      std::make_pair("--save-checkpoint-per-num-epoch -2", "--save-checkpoint-per-num-epoch"),
+                      std::make_pair("--backend tpu", "--backend"),
+                      std::make_pair("--preset huge", "--preset"),
+                      std::make_pair("--screen-width 3", "--screen-width"),
+                      std::make_pair("--sprite-width 0", "--sprite-width"),
+                      std::make_pair("--min-fruits 4", "--min-fruits"),
+                      std::make_pair("--no-such-flag 1", "--no-such-flag"),
+                      std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps")));
+
+TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(run_grpo("").code, 2); }
+
+TEST(Cli, HelpExitsZero) { EXPECT_EQ(run_grpo("train --help").code, 0); }
+
+TEST(Cli, InfoPrintsCounts) {
+  const std::string cmd = std::string(GRPO_BINARY_DIR) + "/grpo info --preset small 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  // Small configuration: D = 10, Hd = 512: P = 10*512 + 512*512 + 3*512 weights, 2*512+3+512 vectors.
+  const size_t params = 10 * 512 + 512 * 512 + 3 * 512 + 512 + 512 + 512 + 3;
+  EXPECT_NE(out.find("parameters         " + std::to_string(params)), std::string::npos) << out;
+  EXPECT_NE(out.find("M = 27200 samples"), std::string::npos) << out;
+}
+
+}  // namespace
