@@ -37,24 +37,30 @@ void shuffle(std::vector<T>& v) {
 
 // ---- fiber stacks: fixed size, pooled across blocks and launches ----
 constexpr size_t kStackBytes = 128 << 10;
-std::vector<void*> g_free_stacks;
+struct StackPool {
+  std::vector<void*> free;
+  ~StackPool() {
+    for (void* p : free) std::free(p);
+  }
+};
+StackPool g_stacks;
 
 struct PooledStack {
   ctx::stack_context allocate() {
     void* base;
-    if (g_free_stacks.empty()) {
+    if (g_stacks.free.empty()) {
       base = std::malloc(kStackBytes);
       if (!base) fatal("out of memory for fiber stacks");
     } else {
-      base = g_free_stacks.back();
-      g_free_stacks.pop_back();
+      base = g_stacks.free.back();
+      g_stacks.free.pop_back();
     }
     ctx::stack_context sc;
     sc.size = kStackBytes;
     sc.sp = static_cast<char*>(base) + kStackBytes;
     return sc;
   }
-  void deallocate(ctx::stack_context& sc) { g_free_stacks.push_back(static_cast<char*>(sc.sp) - sc.size); }
+  void deallocate(ctx::stack_context& sc) { g_stacks.free.push_back(static_cast<char*>(sc.sp) - sc.size); }
 };
 
 enum class State { Ready, Barrier, Warp, Done };
