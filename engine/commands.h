@@ -16,5 +16,7 @@ struct Command {
 Command add_replay_command(CLI::App& app);  // env/replay_command.cpp
 Command add_train_command(CLI::App& app);   // engine/train_command.cpp
 Command add_info_command(CLI::App& app);    // engine/info_command.cpp
+Command add_play_command(CLI::App& app);    // engine/play_command.cpp
+Command add_eval_command(CLI::App& app);    // engine/eval_command.cpp
 
 }  // namespace grpo

@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   commands.push_back(grpo::add_train_command(app));
   commands.push_back(grpo::add_info_command(app));
   commands.push_back(grpo::add_replay_command(app));
+  commands.push_back(grpo::add_play_command(app));
+  commands.push_back(grpo::add_eval_command(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -52,15 +52,23 @@ TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch,
   };
 
   uint32_t e = start_epoch;
+  bool pending = false;  // epoch e-1 was launched and its metrics not read yet
   for (; e < end && !stop; ++e) {
+    if (e > start_epoch && hooks.on_checkpoint && hooks.checkpoint_due && hooks.checkpoint_due(e)) {
+      if (pending) consume(e - 1);
+      pending = false;
+      if (stop) break;
+      hooks.on_checkpoint(r);
+    }
     ex.launch_epoch();
-    if (e > start_epoch) consume(e - 1);
+    if (pending) consume(e - 1);
+    pending = true;
     if (hooks.stop_requested && hooks.stop_requested()) {
       r.interrupted = true;
       stop = true;
     }
   }
-  consume(e - 1);  // the last launched epoch
+  if (pending) consume(e - 1);  // the last launched epoch
   r.seconds = since(t0);
   return r;
 }

@@ -35,6 +35,14 @@ struct TrainHooks {
   std::function<void(const EpochReport&)> on_epoch;          // metrics line, progress
   std::function<void(const EpochReport&)> on_best;           // a new best score
   std::function<bool()> stop_requested;                     // e.g. SIGINT
+  // Periodic checkpoints. Before launching epoch e (> the first epoch of this call) the loop asks
+  // checkpoint_due(e); if true it first drains the pipeline (reads epoch e-1's metrics, which may
+  // stop the run) and then calls on_checkpoint(r) while the executor holds exactly the state
+  // after e epochs with every earlier epoch's metrics consumed: r.best_score and r.best_epoch are
+  // then exact for that state, so a resume from it continues the run bit for bit (a resumed run
+  // starts drained, like the uninterrupted one after this point).
+  std::function<bool(uint32_t next_epoch)> checkpoint_due;
+  std::function<void(const TrainResult& so_far)> on_checkpoint;
 };
 
 // Runs epochs from the executor's current state until total_epochs, early stop, a non-finite
