@@ -211,10 +211,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   for (const auto& [k, v] : h.items())
     if (k != "__metadata__" && std::none_of(all.begin(), all.end(), [&](const Entry& e) { return e.name == k; }))
       bad(path, "unexpected tensor \"" + k + "\"");
-  const size_t n_tensors = h.size() - 1;
-  ck.has_optimizer = n_tensors == all.size();
-  if (n_tensors != ParamLayout::kCount && !ck.has_optimizer)
-    bad(path, "holds " + std::to_string(n_tensors) + " tensors: want the 7 parameters, optionally with both AdamW moments");
+  // Any moment present means all of them must be (checked below, by name).
+  for (const auto& kv : h.items()) ck.has_optimizer |= kv.key().rfind("optimizer.", 0) == 0;
   ck.state.slabs.assign(4 * l.total, 0.f);
   std::vector<std::pair<size_t, size_t>> ranges;
   const int hid = ck.config.hidden_size, dim = ck.config.obs_dim();
