@@ -1,14 +1,20 @@
-// Host twins of gelu.cu. Column sums accumulate in double, columns in parallel (the result does
-// not depend on the thread count).
+// Host twins of gelu.cu, written for speed (the host executor trains on them): rows in parallel,
+// a vectorised GELU over column chunks (gelu_fast_host.h), one Philox draw per four columns.
+// dbias uses the kernels' deterministic two-stage layout (activations_colsum.h): float partial
+// sums per fixed row chunk in the caller's scratch, then chunks added in order in double, so the
+// result does not depend on the thread count. scratch == nullptr (tests) allocates instead.
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
 
 #include "kernels/gelu.h"
+#include "kernels/gelu_fast_host.h"
 
 namespace grpo {
 
 namespace {
+constexpr int kChunk = 256;  // columns per vector pass (a multiple of 4: whole dropout groups)
+
 void check_shape(int M, int N, const char* op) {
   if (M < 0 || N < 0) throw std::invalid_argument(std::string(op) + ": negative shape");
 }
@@ -20,45 +26,72 @@ void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* ou
   check_shape(M, N, "bias_gelu_dropout_forward_host");
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
   const float scale = dropout_scale(spec.p);
-#pragma omp parallel for schedule(static)
+  const bool parallel = double(M) * N >= hostmath::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int r = 0; r < M; ++r) {
-    for (int g = 0; 4 * g < N; ++g) {
-      const unsigned keep = dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, uint32_t(r), uint32_t(g));
-      for (int k = 0; k < 4 && 4 * g + k < N; ++k) {
-        const int c = 4 * g + k;
-        const size_t i = size_t(r) * N + c;
-        out[i] = (keep >> k & 1u) ? gelu(a[i] + bias[c]) * scale : 0.f;
+    float x[kChunk], g[kChunk], keep[kChunk];
+    for (int c0 = 0; c0 < N; c0 += kChunk) {
+      const int n = std::min(kChunk, N - c0);
+      const float* ar = a + size_t(r) * N + c0;
+#pragma omp simd
+      for (int j = 0; j < n; ++j) x[j] = ar[j] + bias[c0 + j];
+      hostmath::gelu_n(x, g, n);
+      for (int j = 0; j < n; j += 4) {
+        const unsigned k4 =
+            dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, uint32_t(r), uint32_t((c0 + j) / 4));
+        for (int k = 0; k < 4; ++k) keep[j + k] = (k4 >> k & 1u) ? scale : 0.f;
       }
+      float* o = out + size_t(r) * N + c0;
+#pragma omp simd
+      for (int j = 0; j < n; ++j) o[j] = g[j] * keep[j];
     }
   }
 }
 
 void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da,
-                                     float* dbias, int M, int N, const DropoutSpec& spec, float* /*scratch*/) {
+                                     float* dbias, int M, int N, const DropoutSpec& spec, float* scratch) {
   check_dropout(spec, "bias_gelu_dropout_backward_host");
   check_shape(M, N, "bias_gelu_dropout_backward_host");
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
   const float scale = dropout_scale(spec.p);
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r < M; ++r) {
-    for (int g = 0; 4 * g < N; ++g) {
-      const unsigned keep = dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, uint32_t(r), uint32_t(g));
-      for (int k = 0; k < 4 && 4 * g + k < N; ++k) {
-        const int c = 4 * g + k;
-        const size_t i = size_t(r) * N + c;
-        da[i] = (keep >> k & 1u) ? dout[i] * scale * gelu_grad(a[i] + bias[c]) : 0.f;
+  const unsigned rows = colsum::rows_per_chunk(size_t(M)), chunks = colsum::chunks(size_t(M));
+  std::vector<float> own;
+  if (scratch == nullptr) {
+    own.resize(size_t(chunks) * N);
+    scratch = own.data();
+  }
+  const bool parallel = double(M) * N >= hostmath::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (unsigned ch = 0; ch < chunks; ++ch) {
+    float* part = scratch + size_t(ch) * N;
+    std::fill(part, part + N, 0.f);
+    const int r1 = std::min<int>(M, int((ch + 1) * rows));
+    for (int r = int(ch * rows); r < r1; ++r) {
+      float x[kChunk], g[kChunk], dg[kChunk], keep[kChunk];
+      for (int c0 = 0; c0 < N; c0 += kChunk) {
+        const int n = std::min(kChunk, N - c0);
+        const size_t o = size_t(r) * N + c0;
+#pragma omp simd
+        for (int j = 0; j < n; ++j) x[j] = a[o + j] + bias[c0 + j];
+        hostmath::gelu_and_grad_n(x, g, dg, n);
+        for (int j = 0; j < n; j += 4) {
+          const unsigned k4 =
+              dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, uint32_t(r), uint32_t((c0 + j) / 4));
+          for (int k = 0; k < 4; ++k) keep[j + k] = (k4 >> k & 1u) ? scale : 0.f;
+        }
+#pragma omp simd
+        for (int j = 0; j < n; ++j) {
+          const float d = dout[o + j] * keep[j] * dg[j];
+          da[o + j] = d;
+          part[c0 + j] += d;
+        }
       }
     }
   }
-  // dbias: blocks of 16 columns per thread keep the row-major reads in whole cache lines.
-  const int blocks = (N + 15) / 16;
-#pragma omp parallel for schedule(static)
-  for (int b = 0; b < blocks; ++b) {
-    double s[16] = {};
-    const int c0 = 16 * b, c1 = std::min(N, c0 + 16);
-    for (int r = 0; r < M; ++r)
-      for (int c = c0; c < c1; ++c) s[c - c0] += da[size_t(r) * N + c];
-    for (int c = c0; c < c1; ++c) dbias[c] = float(s[c - c0]);
+  for (int c = 0; c < N; ++c) {
+    double s = 0;
+    for (unsigned ch = 0; ch < chunks; ++ch) s += scratch[size_t(ch) * N + c];
+    dbias[c] = float(s);
   }
 }
 

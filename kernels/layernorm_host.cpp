@@ -1,11 +1,16 @@
-// Host twins of layernorm.cu. Row statistics by Welford in double; parameter gradients summed
-// in double, columns in parallel (independent of the thread count).
+// Host twins of layernorm.cu, written for speed (the host executor trains on them): rows in
+// parallel, GELU once per element per pass through the vectorised gelu_fast_host.h, row
+// statistics by two passes in double (as exact as Welford, without its serial divisions).
+// dgamma/dbeta use the kernels' two-stage layout (activations_colsum.h): float partial sums per
+// fixed row chunk in the caller's scratch, chunks added in order in double, so the result does
+// not depend on the thread count. scratch == nullptr (tests) allocates instead.
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
-#include "kernels/gelu.h"
+#include "kernels/gelu_fast_host.h"
 #include "kernels/layernorm.h"
 
 namespace grpo {
@@ -20,56 +25,74 @@ void check_layernorm_shape(int M, int N, const char* op) {
 void layernorm_residual_forward_host(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
                                      float* rstd, int M, int N) {
   check_layernorm_shape(M, N, "layernorm_residual_forward_host");
-#pragma omp parallel for schedule(static)
+  const bool parallel = double(M) * N >= hostmath::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int r = 0; r < M; ++r) {
     const float* x = h0 + size_t(r) * N;
-    double mu = 0, m2 = 0;
-    for (int c = 0; c < N; ++c) {
-      const double g = gelu(x[c]), d = g - mu;
-      mu += d / (c + 1);
-      m2 += d * (g - mu);
-    }
-    const float m = float(mu), s = float(1.0 / std::sqrt(m2 / N + double(kLayerNormEps)));
+    float* y = h1 + size_t(r) * N;
+    hostmath::gelu_n(x, y, N);  // y holds gelu(x) until the last pass overwrites it
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (int c = 0; c < N; ++c) s += y[c];
+    const double mu = s / N;
+    double q = 0;
+#pragma omp simd reduction(+ : q)
+    for (int c = 0; c < N; ++c) q += (y[c] - mu) * (y[c] - mu);
+    const float m = float(mu), rs = float(1.0 / std::sqrt(q / N + double(kLayerNormEps)));
     mean[r] = m;
-    rstd[r] = s;
-    for (int c = 0; c < N; ++c) h1[size_t(r) * N + c] = x[c] + (gelu(x[c]) - m) * s * gamma[c] + beta[c];
+    rstd[r] = rs;
+#pragma omp simd
+    for (int c = 0; c < N; ++c) y[c] = x[c] + (y[c] - m) * rs * gamma[c] + beta[c];
   }
 }
 
 void layernorm_residual_backward_host(const float* dh1, const float* h0, const float* gamma, const float* mean,
                                       const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
-                                      float* /*scratch*/) {
+                                      float* scratch) {
   check_layernorm_shape(M, N, "layernorm_residual_backward_host");
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r < M; ++r) {
-    const size_t o = size_t(r) * N;
-    double s1 = 0, s2 = 0;  // sums of dxhat and dxhat * xhat
-    for (int c = 0; c < N; ++c) {
-      const double xhat = (double(gelu(h0[o + c])) - mean[r]) * rstd[r], dxhat = double(dh1[o + c]) * gamma[c];
-      s1 += dxhat;
-      s2 += dxhat * xhat;
-    }
-    const double a1 = s1 / N, a2 = s2 / N;
-    for (int c = 0; c < N; ++c) {
-      const double xhat = (double(gelu(h0[o + c])) - mean[r]) * rstd[r], dxhat = double(dh1[o + c]) * gamma[c];
-      dh0[o + c] = float(dh1[o + c] + gelu_grad(h0[o + c]) * (rstd[r] * (dxhat - a1 - xhat * a2)));
+  const unsigned rows = colsum::rows_per_chunk(size_t(M)), chunks = colsum::chunks(size_t(M));
+  std::vector<float> own;
+  if (scratch == nullptr) {
+    own.resize(2 * size_t(chunks) * N);
+    scratch = own.data();
+  }
+  const bool parallel = double(M) * N >= hostmath::kParallelElements;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (unsigned ch = 0; ch < chunks; ++ch) {
+    float* pg = scratch + size_t(ch) * N;             // partial dgamma of this chunk
+    float* pb = scratch + size_t(chunks + ch) * N;    // partial dbeta
+    std::fill(pg, pg + N, 0.f);
+    std::fill(pb, pb + N, 0.f);
+    float xhat[kLayerNormMaxN], dg[kLayerNormMaxN];
+    const int r1 = std::min<int>(M, int((ch + 1) * rows));
+    for (int r = int(ch * rows); r < r1; ++r) {
+      const size_t o = size_t(r) * N;
+      const float* d = dh1 + o;
+      hostmath::gelu_and_grad_n(h0 + o, xhat, dg, N);
+      const float m = mean[r], rs = rstd[r];
+      double s1 = 0, s2 = 0;  // sums of dxhat and dxhat * xhat
+#pragma omp simd reduction(+ : s1, s2)
+      for (int c = 0; c < N; ++c) {
+        const float xh = (xhat[c] - m) * rs, dxh = d[c] * gamma[c];
+        xhat[c] = xh;
+        s1 += dxh;
+        s2 += double(dxh) * xh;
+        pg[c] += d[c] * xh;
+        pb[c] += d[c];
+      }
+      const float a1 = float(s1 / N), a2 = float(s2 / N);
+#pragma omp simd
+      for (int c = 0; c < N; ++c) dh0[o + c] = d[c] + dg[c] * (rs * (d[c] * gamma[c] - a1 - xhat[c] * a2));
     }
   }
-  const int blocks = (N + 15) / 16;
-#pragma omp parallel for schedule(static)
-  for (int b = 0; b < blocks; ++b) {
-    double sg[16] = {}, sb[16] = {};
-    const int c0 = 16 * b, c1 = std::min(N, c0 + 16);
-    for (int r = 0; r < M; ++r)
-      for (int c = c0; c < c1; ++c) {
-        const size_t i = size_t(r) * N + c;
-        sg[c - c0] += double(dh1[i]) * ((double(gelu(h0[i])) - mean[r]) * rstd[r]);
-        sb[c - c0] += dh1[i];
-      }
-    for (int c = c0; c < c1; ++c) {
-      dgamma[c] = float(sg[c - c0]);
-      dbeta[c] = float(sb[c - c0]);
+  for (int c = 0; c < N; ++c) {
+    double sg = 0, sb = 0;
+    for (unsigned ch = 0; ch < chunks; ++ch) {
+      sg += scratch[size_t(ch) * N + c];
+      sb += scratch[size_t(chunks + ch) * N + c];
     }
+    dgamma[c] = float(sg);
+    dbeta[c] = float(sb);
   }
 }
 

@@ -1,4 +1,9 @@
 // Host twins of matmul.cu: OpenBLAS sgemm in row-major mode, so the calls read like the maths.
+// Threading (bench/README.md, "host executor"): OpenBLAS runs single-threaded and the products
+// are split over OpenMP threads by output rows in fixed 64-row tiles, so there is one thread pool
+// (OpenBLAS's pthreads and OpenMP's spinning workers fought over the two cores: 3 ms for a
+// 136x64 product) and every element is one sgemm's dot product, whatever the thread count.
+// Small products (the rollout's 136-row steps) run on the calling thread: a fork/join costs more.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -9,6 +14,37 @@
 
 namespace grpo {
 
+namespace {
+
+constexpr int kTile = 64;                 // output rows per parallel task
+constexpr double kParallelFlops = 4e6;    // below this a product runs on the calling thread
+
+// OpenBLAS's own threads off, once, before the first product.
+void single_threaded_blas() {
+  static const bool once = [] {
+    openblas_set_num_threads(1);
+    return true;
+  }();
+  (void)once;
+}
+
+// C[rows, cols] (ldc) = alpha op(A) op(B) + beta C, split over tiles of C's rows. A's row r is at
+// A + r * a_row_stride (NoTrans: lda; Trans: 1, a column of the stored matrix).
+void gemm_row_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int inner, const float* A, int lda,
+                    size_t a_row_stride, const float* B, int ldb, float beta, float* C, int ldc) {
+  single_threaded_blas();
+  const int tiles = (rows + kTile - 1) / kTile;
+  const bool parallel = 2.0 * rows * cols * inner >= kParallelFlops && tiles > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int t = 0; t < tiles; ++t) {
+    const int r0 = t * kTile, n = std::min(kTile, rows - r0);
+    cblas_sgemm(CblasRowMajor, ta, tb, n, cols, inner, 1.f, A + r0 * a_row_stride, lda, B, ldb, beta,
+                C + size_t(r0) * ldc, ldc);
+  }
+}
+
+}  // namespace
+
 void check_linear_shape(int M, int N, int K, const char* op) {
   if (M < 0 || N < 1 || K < 1)
     throw std::invalid_argument(std::string(op) + ": need M >= 0, N >= 1, K >= 1, got M = " + std::to_string(M) +
@@ -18,9 +54,24 @@ void check_linear_shape(int M, int N, int K, const char* op) {
 void linear_forward_host(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K) {
   check_linear_shape(M, N, K, "linear_forward_host");
   if (M == 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, X, K, W, K, 0.f, Y, N);
+  if (N < 16) {
+    // The 3-wide policy head: sgemm's packing costs more than these dot products.
+    const bool parallel = double(M) * N * K >= kParallelFlops;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int r = 0; r < M; ++r) {
+      const float* x = X + size_t(r) * K;
+      for (int c = 0; c < N; ++c) {
+        const float* w = W + size_t(c) * K;
+        float s = 0.f;
+#pragma omp simd reduction(+ : s)
+        for (int k = 0; k < K; ++k) s += x[k] * w[k];
+        Y[size_t(r) * N + c] = bias ? s + bias[c] : s;
+      }
+    }
+    return;
+  }
+  gemm_row_tiles(CblasNoTrans, CblasTrans, M, N, K, X, K, size_t(K), W, K, 0.f, Y, N);
   if (bias == nullptr) return;
-#pragma omp parallel for schedule(static)
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < N; ++c) Y[size_t(r) * N + c] += bias[c];
 }
@@ -28,7 +79,7 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
 void linear_backward_input_host(const float* dY, const float* W, float* dX, int M, int N, int K) {
   check_linear_shape(M, N, K, "linear_backward_input_host");
   if (M == 0) return;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, K, N, 1.f, dY, N, W, K, 0.f, dX, K);
+  gemm_row_tiles(CblasNoTrans, CblasNoTrans, M, K, N, dY, N, size_t(N), W, K, 0.f, dX, K);
 }
 
 void linear_backward_weight_host(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate) {
@@ -37,13 +88,15 @@ void linear_backward_weight_host(const float* dY, const float* X, float* dW, int
     if (!accumulate) std::fill(dW, dW + size_t(N) * K, 0.f);
     return;
   }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, N, K, M, 1.f, dY, N, X, K, accumulate ? 1.f : 0.f, dW, K);
+  // dW's rows are dY's columns: row r of op(A) = dY^T starts at dY + r.
+  gemm_row_tiles(CblasTrans, CblasNoTrans, N, K, M, dY, N, 1, X, K, accumulate ? 1.f : 0.f, dW, K);
 }
 
 void bias_grad_host(const float* dY, float* db, int M, int N, float* /*scratch*/) {
   if (M < 0 || N < 0) throw std::invalid_argument("bias_grad_host: negative shape");
   const int blocks = (N + 15) / 16;
-#pragma omp parallel for schedule(static)
+  const bool parallel = double(M) * N >= 1 << 18;
+#pragma omp parallel for schedule(static) if (parallel)
   for (int b = 0; b < blocks; ++b) {
     double s[16] = {};
     const int c0 = 16 * b, c1 = std::min(N, c0 + 16);

@@ -1,0 +1,188 @@
+// Epoch benchmark: epochs/s and game steps/s of the host executor, and of the CUDA executor
+// eager and graph-replayed when a real GPU answers; warm-up epochs excluded, median of repeats.
+// Prints the ceilings it compares against (OpenBLAS sgemm here; copy bandwidth and a large cuBLAS
+// GEMM on a GPU) and the fraction of the FLOP floor reached. --breakdown adds a steady-clock
+// per-op table of the host executor (where the CPU time goes). --json writes the same rows.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "bench/device_ceiling.h"
+#include "bench/host_ceiling.h"
+#include "bench/timed_ops.h"
+#include "engine/cost.h"
+#include "engine/errors.h"
+#include "engine/executor.h"
+#include "engine/host_ops.h"
+#include "engine/step.h"
+
+namespace {
+
+using namespace grpo;
+using nlohmann::json;
+
+struct Row {
+  std::string executor;
+  double epoch_s;  // median seconds per epoch
+};
+
+void aligned_free(void* p) { std::free(p); }
+
+// Median seconds per epoch of `repeats` epochs after `warmup` (the graph's capture happens in
+// the warm-up). Each epoch is waited for, so pipelining does not hide anything.
+double time_executor(Executor& ex, const TrainConfig& c, int warmup, int repeats) {
+  ex.set_state(initial_state(c));
+  uint32_t e = 0;
+  auto one = [&] {
+    ex.launch_epoch();
+    ex.wait_metrics(e++);
+  };
+  return bench::time_median(one, repeats, warmup);
+}
+
+// Per-op breakdown of one host epoch (after `warmup` untimed ones), on the executor's own ops.
+std::map<std::string, bench::OpTime> host_breakdown(const TrainConfig& c, int warmup, int repeats) {
+  const ParamLayout pl(c.hidden_size, c.obs_dim());
+  const ArenaLayout al(c);
+  std::unique_ptr<void, void (*)(void*)> slabs(std::aligned_alloc(64, (4 * pl.total * 4 + 63) / 64 * 64), aligned_free);
+  std::unique_ptr<void, void (*)(void*)> arena(std::aligned_alloc(64, (al.total + 63) / 64 * 64), aligned_free);
+  const RunState s = initial_state(c);
+  std::memcpy(slabs.get(), s.slabs.data(), s.slabs.size() * sizeof(float));
+  std::memset(arena.get(), 0, al.total);
+  const StepBuffers b = StepBuffers::over(static_cast<float*>(slabs.get()), arena.get(), c);
+  *b.scalars = s.scalars;
+  HostOps host(c.game, c.batch_size);
+  for (int i = 0; i < warmup; ++i) training_step(host, b, c);
+  bench::TimedOps timed(host);
+  for (int i = 0; i < repeats; ++i) training_step(timed, b, c);
+  for (auto& [name, t] : timed.times) t.seconds /= repeats, t.calls /= repeats;
+  return timed.times;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_epoch: epochs/s of the host and CUDA executors against measured ceilings"};
+  std::string preset = "small", json_path, only;
+  int hidden = 0, batch = 0, steps = 0, warmup = 1, repeats = 5, gemm_n = 1024;
+  bool breakdown = false;
+  app.add_option("--preset", preset, "small or reference (the sizes of grpo train's presets)")
+      ->check(CLI::IsMember({"small", "reference"}));
+  app.add_option("--hidden-size", hidden, "override the preset's hidden width")->check(CLI::Range(8, 8192));
+  app.add_option("--batch-size", batch, "override the preset's replicas per group")->check(CLI::Range(1, 65536));
+  app.add_option("--max-steps", steps, "override the preset's steps per epoch")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", warmup, "untimed epochs first (graph capture happens here)")->check(CLI::Range(0, 100));
+  app.add_option("--repeats", repeats, "timed epochs (median reported)")->check(CLI::Range(1, 1000));
+  app.add_option("--executor", only, "host, eager or graph (default: every one available)")
+      ->check(CLI::IsMember({"host", "eager", "graph"}));
+  app.add_option("--gemm-n", gemm_n, "size of the square sgemm that measures the host ceiling")
+      ->check(CLI::Range(64, 8192));
+  app.add_flag("--breakdown", breakdown, "host: per-op steady-clock table of one epoch");
+  app.add_option("--json", json_path, "also write the results as JSON to this file");
+  CLI11_PARSE(app, argc, argv);
+
+  TrainConfig c;
+  if (preset == "small") c.apply_small_preset();
+  if (hidden) c.hidden_size = hidden;
+  if (batch) c.batch_size = batch;
+  if (steps) c.max_steps = steps;
+  c.backend = Backend::Host;
+  try {
+    c.validate();
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "bench_epoch: error: %s\n", e.what());
+    return 2;
+  }
+  const EpochCost cost = epoch_cost(c);
+  const double game_steps = double(c.samples());
+  json out = {{"bench", "bench_epoch"},
+              {"config", {{"hidden", c.hidden_size}, {"batch", c.batch_size}, {"steps", c.max_steps},
+                          {"games", c.games()}, {"samples", c.samples()}}},
+              {"flops_per_epoch", cost.flops},
+              {"min_bytes_per_epoch", cost.min_bytes},
+              {"omp_threads", omp_get_max_threads()},
+              {"rows", json::array()}};
+
+  const double host_gflops = bench::sgemm_gflops(gemm_n, 5);
+  const double host_floor = cost.flops / (host_gflops * 1e9);
+  std::printf("config: hidden %d, batch %d, steps %d, games %d, samples %lld; %.2f GFLOP and >= %.1f MB per epoch\n",
+              c.hidden_size, c.batch_size, c.max_steps, c.games(), (long long)c.samples(), cost.flops * 1e-9,
+              cost.min_bytes * 1e-6);
+  std::printf("host ceiling: OpenBLAS sgemm %d^3 %.1f GFLOP/s (OpenMP threads %d) -> FLOP floor %.3f s/epoch\n",
+              gemm_n, host_gflops, omp_get_max_threads(), host_floor);
+  out["host_sgemm_gflops"] = host_gflops;
+  out["host_flop_floor_s"] = host_floor;
+
+  std::vector<Row> rows;
+  if (only.empty() || only == "host") {
+    auto ex = make_host_executor(c);
+    rows.push_back({"host", time_executor(*ex, c, warmup, repeats)});
+  }
+  double dev_floor = 0;
+#if defined(GRPO_GPU)
+  std::string why;
+  if ((only.empty() || only != "host") && cuda_device_available(&why)) {
+    const double bw = bench::device_copy_gbps(size_t(1) << 30, 10), gf = bench::cublas_sgemm_gflops(8192, 5);
+    dev_floor = std::max(cost.flops / (gf * 1e9), cost.min_bytes / (bw * 1e9));
+    std::printf("device ceiling: copy %.0f GB/s, cuBLAS fp32 sgemm 8192^3 %.0f GFLOP/s -> floor %.4f s/epoch "
+                "(the rollout's %d sequential steps are not in it)\n", bw, gf, dev_floor, c.max_steps);
+    out["device_copy_gbps"] = bw;
+    out["device_sgemm_gflops"] = gf;
+    out["device_floor_s"] = dev_floor;
+    for (bool graph : {false, true}) {
+      if (!only.empty() && only != (graph ? "graph" : "eager")) continue;
+      TrainConfig g = c;
+      g.backend = Backend::Cuda;
+      g.use_graph = graph;
+      auto ex = make_cuda_executor(g);
+      rows.push_back({graph ? "cuda graph" : "cuda eager", time_executor(*ex, g, std::max(warmup, 2), repeats)});
+    }
+  } else if (only.empty() || only != "host") {
+    std::printf("cuda: not measured (%s)\n", why.c_str());
+  }
+#elif defined(GRPO_SIMT)
+  std::printf("cuda: not measured (simt build: its device is the CPU emulator, timings would be meaningless)\n");
+#endif
+
+  std::printf("\n%-12s %12s %10s %14s %12s\n", "executor", "s/epoch", "epochs/s", "game steps/s", "x floor");
+  for (const Row& r : rows) {
+    const double floor = r.executor == "host" ? host_floor : dev_floor;
+    std::printf("%-12s %12.4f %10.2f %14.3g %12.2f\n", r.executor.c_str(), r.epoch_s, 1 / r.epoch_s,
+                game_steps / r.epoch_s, floor > 0 ? r.epoch_s / floor : 0.0);
+    out["rows"].push_back({{"executor", r.executor}, {"epoch_s", r.epoch_s}, {"epochs_per_s", 1 / r.epoch_s},
+                           {"game_steps_per_s", game_steps / r.epoch_s},
+                           {"x_floor", floor > 0 ? r.epoch_s / floor : 0.0}});
+  }
+
+  if (breakdown) {
+    const auto t = host_breakdown(c, warmup, std::max(1, std::min(repeats, 3)));
+    double total = 0;
+    for (const auto& [n, v] : t) total += v.seconds;
+    std::printf("\nhost per-op breakdown (s per epoch, steady clock around each op):\n");
+    std::printf("%-40s %10s %8s %7s\n", "phase/op", "s", "calls", "share");
+    json bd = json::array();
+    for (const auto& [n, v] : t) {
+      std::printf("%-40s %10.4f %8ld %6.1f%%\n", n.c_str(), v.seconds, v.calls, 100 * v.seconds / total);
+      bd.push_back({{"op", n}, {"s", v.seconds}, {"calls", v.calls}});
+    }
+    std::printf("%-40s %10.4f\n", "total", total);
+    out["breakdown"] = bd;
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) {
+      std::fprintf(stderr, "bench_epoch: error: cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    f << out.dump(2) << "\n";
+  }
+  return 0;
+}
