@@ -1,6 +1,6 @@
 // Host twins of matmul.cu: OpenBLAS sgemm in row-major mode, so the calls read like the maths.
 // Threading (bench/README.md, "host executor"): OpenBLAS runs single-threaded and the products
-// are split over OpenMP threads by output rows in fixed 64-row tiles, so there is one thread pool
+// are split over OpenMP threads in fixed tiles of the output, so there is one thread pool
 // (OpenBLAS's pthreads and OpenMP's spinning workers fought over the two cores: 3 ms for a
 // 136x64 product) and every element is one sgemm's dot product, whatever the thread count.
 // Small products (the rollout's 136-row steps) run on the calling thread: a fork/join costs more.
@@ -28,18 +28,26 @@ void single_threaded_blas() {
   (void)once;
 }
 
-// C[rows, cols] (ldc) = alpha op(A) op(B) + beta C, split over tiles of C's rows. A's row r is at
-// A + r * a_row_stride (NoTrans: lda; Trans: 1, a column of the stored matrix).
-void gemm_row_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int inner, const float* A, int lda,
-                    size_t a_row_stride, const float* B, int ldb, float beta, float* C, int ldc) {
+// C[rows, cols] (ldc) = op(A) op(B) + beta C on OpenMP threads, in fixed tiles of C. A's row r
+// is at A + r * a_row_stride (NoTrans: lda; Trans: 1). B's column block c starts at
+// B + c * b_col_stride (Trans: ldb, a row of the stored matrix; NoTrans: 1). Tall products
+// (the loss pass) split C's rows; short ones (the rollout's 136 rows) split its columns, so each
+// thread packs only its share of the weights (row tiles of 64 left one thread idle there).
+void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int inner, const float* A, int lda,
+                size_t a_row_stride, const float* B, int ldb, size_t b_col_stride, float beta, float* C, int ldc) {
   single_threaded_blas();
-  const int tiles = (rows + kTile - 1) / kTile;
+  const bool by_rows = rows >= 4 * kTile || rows >= cols;
+  const int extent = by_rows ? rows : cols, tile = by_rows ? kTile : 2 * kTile;
+  const int tiles = (extent + tile - 1) / tile;
   const bool parallel = 2.0 * rows * cols * inner >= kParallelFlops && tiles > 1;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int t = 0; t < tiles; ++t) {
-    const int r0 = t * kTile, n = std::min(kTile, rows - r0);
-    cblas_sgemm(CblasRowMajor, ta, tb, n, cols, inner, 1.f, A + r0 * a_row_stride, lda, B, ldb, beta,
-                C + size_t(r0) * ldc, ldc);
+    const int s0 = t * tile, n = std::min(tile, extent - s0);
+    if (by_rows)
+      cblas_sgemm(CblasRowMajor, ta, tb, n, cols, inner, 1.f, A + s0 * a_row_stride, lda, B, ldb, beta,
+                  C + size_t(s0) * ldc, ldc);
+    else
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, n, inner, 1.f, A, lda, B + s0 * b_col_stride, ldb, beta, C + s0, ldc);
   }
 }
 
@@ -70,7 +78,7 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
     }
     return;
   }
-  gemm_row_tiles(CblasNoTrans, CblasTrans, M, N, K, X, K, size_t(K), W, K, 0.f, Y, N);
+  gemm_tiles(CblasNoTrans, CblasTrans, M, N, K, X, K, size_t(K), W, K, size_t(K), 0.f, Y, N);
   if (bias == nullptr) return;
   for (int r = 0; r < M; ++r)
     for (int c = 0; c < N; ++c) Y[size_t(r) * N + c] += bias[c];
@@ -79,7 +87,7 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
 void linear_backward_input_host(const float* dY, const float* W, float* dX, int M, int N, int K) {
   check_linear_shape(M, N, K, "linear_backward_input_host");
   if (M == 0) return;
-  gemm_row_tiles(CblasNoTrans, CblasNoTrans, M, K, N, dY, N, size_t(N), W, K, 0.f, dX, K);
+  gemm_tiles(CblasNoTrans, CblasNoTrans, M, K, N, dY, N, size_t(N), W, K, 1, 0.f, dX, K);
 }
 
 void linear_backward_weight_host(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate) {
@@ -89,7 +97,7 @@ void linear_backward_weight_host(const float* dY, const float* X, float* dW, int
     return;
   }
   // dW's rows are dY's columns: row r of op(A) = dY^T starts at dY + r.
-  gemm_row_tiles(CblasTrans, CblasNoTrans, N, K, M, dY, N, 1, X, K, accumulate ? 1.f : 0.f, dW, K);
+  gemm_tiles(CblasTrans, CblasNoTrans, N, K, M, dY, N, 1, X, K, 1, accumulate ? 1.f : 0.f, dW, K);
 }
 
 void bias_grad_host(const float* dY, float* db, int M, int N, float* /*scratch*/) {
