@@ -1,0 +1,157 @@
+// grpo play and grpo eval on a tiny trained checkpoint: the binary's output against the library's
+// own games, determinism per seed, greedy vs sampled, and refusal of a bad checkpoint.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+
+#include "engine/checkpoint_play.h"
+#include "tests/engine/engine_test_util.h"
+
+namespace grpo::test {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kGrpo = std::string(GRPO_BINARY_DIR) + "/grpo";
+
+struct Out {
+  int code;
+  std::string out, err;
+};
+
+Out run(const std::string& args) {
+  const fs::path e = fs::temp_directory_path() / ("grpo_pe_err_" + std::to_string(::getpid()));
+  Out r{-1, "", ""};
+  FILE* p = ::popen((kGrpo + " " + args + " 2>" + e.string()).c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(e);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  fs::remove(e);
+  return r;
+}
+
+class PlayEval : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("grpo_pe_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    const TrainConfig c = tiny_config();
+    auto ex = make_host_executor(c);
+    const RunState s = run_epochs(c, *ex, 5);
+    ckpt_ = (dir_ / "tiny.safetensors").string();
+    save_checkpoint(ckpt_, c, s, 0.5f, 3);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  void SetUp() override {
+    if (!fs::exists(kGrpo)) GTEST_SKIP() << "grpo binary not built";
+  }
+  static fs::path dir_;
+  static std::string ckpt_;
+};
+fs::path PlayEval::dir_;
+std::string PlayEval::ckpt_;
+
+TEST_F(PlayEval, EvalJsonMatchesTheLibraryAndIsDeterministic) {
+  const std::string args = "eval --checkpoint " + ckpt_ + " --games 37 --max-steps 60 --seed 5 --win-score 3 --fail-score -2 --json";
+  const Out a = run(args);
+  ASSERT_EQ(a.code, 0) << a.err;
+  EXPECT_EQ(run(args).out, a.out) << "same seed, same evaluation";
+  const nlohmann::json j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["games"], 37);
+  EXPECT_EQ(j["policy"], "sampled");
+  const double win = j["win_rate"], loss = j["loss_rate"], cap = j["capped_rate"];
+  EXPECT_NEAR(win + loss + cap, 1.0, 1e-12);
+  EXPECT_GT(j["bottomed"].get<int64_t>(), 0);
+  EXPECT_DOUBLE_EQ(j["catch_rate"].get<double>(), double(j["caught"].get<int64_t>()) / j["bottomed"].get<int64_t>());
+
+  // The same games played through the library.
+  Checkpoint ck = load_checkpoint(ckpt_);
+  ck.config.game.win_score = 3;
+  ck.config.game.fail_score = -2;
+  HostPolicy policy(ck, 37);
+  PlayOptions o;
+  o.games = 37;
+  o.max_steps = 60;
+  o.seed = 5;
+  const std::vector<GameOutcome> games = play_games(ck.config, policy, o);
+  const EvalSummary s = summarize(games);
+  EXPECT_DOUBLE_EQ(j["mean_score"].get<double>(), s.mean_score);
+  EXPECT_DOUBLE_EQ(win, s.win_rate);
+  EXPECT_DOUBLE_EQ(loss, s.loss_rate);
+  for (const GameOutcome& g : games) {
+    if (g.end == GameEnd::Won) {
+      EXPECT_GE(g.final.score, 3);
+    }
+    if (g.end == GameEnd::Lost) {
+      EXPECT_LE(g.final.score, -2);
+    }
+    if (g.end == GameEnd::Capped) {
+      EXPECT_EQ(g.final.steps, 60);
+    }
+    EXPECT_LE(g.final.steps, 60);
+  }
+  // A few wins or losses happen with these thresholds, else the test would prove little.
+  EXPECT_LT(cap, 1.0);
+}
+
+TEST_F(PlayEval, GreedyDiffersFromSampledAndTextReportsEveryRate) {
+  const Out g = run("eval --checkpoint " + ckpt_ + " --games 20 --max-steps 40 --greedy --json");
+  const Out s = run("eval --checkpoint " + ckpt_ + " --games 20 --max-steps 40 --sampled --json");
+  ASSERT_EQ(g.code, 0) << g.err;
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(nlohmann::json::parse(g.out)["policy"], "greedy");
+  EXPECT_NE(g.out, s.out);
+  const Out t = run("eval --checkpoint " + ckpt_ + " --games 5 --max-steps 10");
+  ASSERT_EQ(t.code, 0) << t.err;
+  for (const char* k : {"catch rate", "mean score", "win rate", "loss rate"}) EXPECT_NE(t.out.find(k), std::string::npos) << k;
+  EXPECT_EQ(run("eval --checkpoint " + ckpt_ + " --greedy --sampled").code, 2);
+}
+
+TEST_F(PlayEval, PlayDrawsAFramePerStepAndASummary) {
+  const Out r = run("play --checkpoint " + ckpt_ + " --fps 0 --max-steps 25 --seed 3 --win-score 2 --fail-score -2");
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("(won|lost|step cap reached) after (\\d+) steps: score (-?\\d+)")))
+      << r.out;
+  const int steps = std::stoi(m[2]);
+  EXPECT_GE(steps, 1);
+  EXPECT_LE(steps, 25);
+  // A status line per frame: the start and one per step; the sprite on every frame's last row.
+  size_t frames = 0;
+  for (size_t at = r.out.find("step "); at != std::string::npos; at = r.out.find("\nstep ", at + 1)) ++frames;
+  EXPECT_EQ(frames, size_t(steps) + 1);
+  EXPECT_NE(r.out.find("==="), std::string::npos);
+  const int score = std::stoi(m[3]);
+  if (m[1] == "won") {
+    EXPECT_GE(score, 2);
+  }
+  if (m[1] == "lost") {
+    EXPECT_LE(score, -2);
+  }
+  if (m[1] == "step cap reached") {
+    EXPECT_EQ(steps, 25);
+  }
+}
+
+TEST_F(PlayEval, BadCheckpointIsOneLineAndExitTwo) {
+  const std::string bad = (dir_ / "bad.safetensors").string();
+  std::ofstream(bad) << "12345678garbage";
+  for (const std::string cmd : {"eval --games 3 --checkpoint ", "play --fps 0 --checkpoint "}) {
+    const Out r = run(cmd + bad);
+    EXPECT_EQ(r.code, 2) << cmd;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
+}  // namespace grpo::test

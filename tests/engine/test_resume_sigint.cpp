@@ -1,0 +1,159 @@
+// `grpo train` and Ctrl-C, end to end: SIGINT finishes the epoch, writes a checkpoint and exits
+// 130; --resume from it reaches the same final checkpoint as an uninterrupted run, bit for bit;
+// a second SIGINT exits at once and leaves only whole checkpoints behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "engine/checkpoint.h"
+
+namespace grpo::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kGrpo = std::string(GRPO_BINARY_DIR) + "/grpo";
+const std::string kTiny =
+    "--backend host --hidden-size 20 --batch-size 2 --max-steps 8 --screen-width 6 --screen-height 6 "
+    "--min-interval-steps 2 --lr-rate 3e-3 --seed 99 --patience 0";
+
+fs::path dir(const char* name) {
+  return fs::temp_directory_path() / ("grpo_sigint_" + std::to_string(::getpid())) / name;
+}
+
+size_t lines(const fs::path& p) {
+  std::ifstream in(p);
+  size_t n = 0;
+  std::string l;
+  while (std::getline(in, l)) ++n;
+  return n;
+}
+
+// Starts `grpo train ... --out out` in the background (output to out.log).
+pid_t start_train(const fs::path& out, const std::string& extra) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const std::string cmd = "exec " + kGrpo + " train " + kTiny + " " + extra + " --out " + out.string() + " >" +
+                            out.string() + ".log 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Until the file has n lines, or the process `pid` has ended, or 30 s passed.
+bool wait_for_lines(const fs::path& p, size_t n, pid_t pid) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    if (lines(p) >= n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
+int sh(const std::string& cmd) {
+  const int status = std::system(cmd.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool same_state(const Checkpoint& a, const Checkpoint& b) {
+  return a.state.slabs == b.state.slabs &&
+         std::memcmp(&a.state.scalars, &b.state.scalars, sizeof(TrainScalars)) == 0 && a.best_score == b.best_score &&
+         a.best_epoch == b.best_epoch;
+}
+
+class Sigint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(kGrpo)) GTEST_SKIP() << "grpo binary not built";
+    fs::remove_all(dir(""));
+    fs::create_directories(dir(""));
+  }
+  void TearDown() override { fs::remove_all(dir("")); }
+};
+
+TEST_F(Sigint, CheckpointsExits130AndResumesToTheUninterruptedResult) {
+  const fs::path run = dir("run");
+  const pid_t pid = start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch -1");
+  if (!wait_for_lines(run / "metrics.jsonl", 3, pid)) {
+    kill(pid, SIGKILL);
+    wait_exit(pid);
+    FAIL() << "training did not start";
+  }
+  kill(pid, SIGINT);
+  ASSERT_EQ(wait_exit(pid), 130);
+  // The checkpoint holds exactly the epochs the metrics report.
+  const size_t done = lines(run / "metrics.jsonl");
+  const fs::path ckpt = run / checkpoint_file_name(uint32_t(done));
+  ASSERT_TRUE(fs::exists(ckpt)) << ckpt;
+  const Checkpoint k = load_checkpoint(ckpt.string());
+  EXPECT_EQ(k.state.scalars.epoch, done);
+  EXPECT_FALSE(fs::exists(run / "final.safetensors"));
+
+  const int total = int(done) + 4;
+  ASSERT_EQ(sh(kGrpo + " train --backend host --resume " + ckpt.string() + " --total-epochs " +
+               std::to_string(total) + " >/dev/null 2>&1"),
+            0);
+  ASSERT_EQ(sh(kGrpo + " train " + kTiny + " --save-checkpoint-per-num-epoch -1 --total-epochs " + std::to_string(total) + " --out " +
+               dir("straight").string() + " >/dev/null 2>&1"),
+            0);
+  const Checkpoint resumed = load_checkpoint((run / "final.safetensors").string());
+  const Checkpoint straight = load_checkpoint((dir("straight") / "final.safetensors").string());
+  EXPECT_TRUE(same_state(resumed, straight));
+  EXPECT_EQ(resumed.state.scalars.epoch, uint32_t(total));
+  EXPECT_EQ(lines(run / "metrics.jsonl"), size_t(total)) << "resumed metrics continue the file";
+}
+
+TEST_F(Sigint, SecondSigintExitsAtOnceLeavingWholeCheckpoints) {
+  const fs::path run = dir("run");
+  const pid_t pid = start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1");
+  if (!wait_for_lines(run / "metrics.jsonl", 3, pid)) {
+    kill(pid, SIGKILL);
+    wait_exit(pid);
+    FAIL() << "training did not start";
+  }
+  kill(pid, SIGINT);
+  kill(pid, SIGINT);
+  EXPECT_EQ(wait_exit(pid), 130);
+  int checkpoints = 0;
+  for (const auto& e : fs::directory_iterator(run)) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".tmp."), std::string::npos) << "a temporary file under its final name? " << name;
+    if (e.path().extension() != ".safetensors" || name[0] == '.') continue;
+    ++checkpoints;
+    EXPECT_NO_THROW(load_checkpoint(e.path().string())) << name;
+  }
+  EXPECT_GT(checkpoints, 0);
+}
+
+TEST_F(Sigint, BadResumeFileIsRefusedAndNothingWritten) {
+  const fs::path bad = dir("bad.safetensors");
+  std::ofstream(bad) << "not a checkpoint";
+  const fs::path out = dir("out");
+  EXPECT_EQ(sh(kGrpo + " train --backend host --resume " + bad.string() + " --out " + out.string() + " 2>" +
+               dir("err").string() + " >/dev/null"),
+            2);
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(lines(dir("err")), 1u);
+  std::ifstream in(bad);
+  std::string s;
+  std::getline(in, s);
+  EXPECT_EQ(s, "not a checkpoint");
+}
+
+}  // namespace
+}  // namespace grpo::test
