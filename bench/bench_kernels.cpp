@@ -1,0 +1,82 @@
+// Kernel benchmark of the host twins (the ops the host executor trains on), at the rollout and
+// loss-pass shapes of the small and reference-default configurations: steady-clock median time
+// per call, FLOPs and minimum bytes per call, GFLOP/s or GB/s and the fraction of the ceiling
+// measured here (OpenBLAS sgemm, memcpy). --json writes the rows.
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/host_ceiling.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+
+int main(int argc, char** argv) {
+  using namespace grpo;
+  CLI::App app{"bench_kernels: host twins against the measured sgemm and copy ceilings"};
+  std::string json_path;
+  int repeats = 7;
+  app.add_option("--repeats", repeats, "timed calls per op (median)")->check(CLI::Range(1, 1000));
+  app.add_option("--json", json_path, "also write the rows as JSON");
+  CLI11_PARSE(app, argc, argv);
+
+  const double gf = bench::sgemm_gflops(1024, 5), gbs = bench::copy_gbps(size_t(256) << 20, 5);
+  std::printf("host ceilings: sgemm 1024^3 %.1f GFLOP/s, memcpy %.1f GB/s\n\n", gf, gbs);
+  std::printf("%-34s %-14s %10s %10s %10s %9s %7s\n", "op", "shape", "us/call", "MFLOP", "MB", "rate", "%ceil");
+  nlohmann::json rows = nlohmann::json::array();
+  struct Shape {
+    const char* name;
+    int M, H;
+  };
+  const int D = 10;
+  const uint32_t epoch = 3;
+  for (const Shape s : {Shape{"small rollout", 136, 512}, Shape{"small loss", 27200, 512},
+                        Shape{"reference rollout", 544, 2048}, Shape{"reference loss, 8192 of 54400 rows", 8192, 2048}}) {
+    const size_t MH = size_t(s.M) * s.H;
+    const auto x = bench::filled(MH, 1), w = bench::filled(size_t(s.H) * s.H, 2), b = bench::filled(s.H, 3),
+               obs = bench::filled(size_t(s.M) * D, 4), win = bench::filled(size_t(s.H) * D, 5);
+    std::vector<float> y(MH), z(MH), mean(s.M), rstd(s.M), dw(size_t(s.H) * s.H), db(s.H), dg(s.H),
+        scratch(2 * layernorm_residual_backward_scratch_floats(s.M, s.H));
+    const DropoutSpec drop{0.1f, 42, Purpose::DropoutLoss, &epoch, 0};
+    const double fmm = 2.0 * MH * s.H, act = 4.0 * MH;
+    struct Op {
+      const char* name;
+      double flops, bytes;
+      std::function<void()> f;
+    };
+    const std::vector<Op> ops = {
+        {"linear_forward fc_in", 2.0 * MH * D, 4.0 * (s.M * D + MH), [&] { linear_forward_host(obs.data(), win.data(), nullptr, y.data(), s.M, s.H, D); }},
+        {"linear_forward fc1", fmm, act * 2 + 4.0 * s.H * s.H, [&] { linear_forward_host(x.data(), w.data(), nullptr, y.data(), s.M, s.H, s.H); }},
+        {"linear_backward_input fc1", fmm, act * 2 + 4.0 * s.H * s.H, [&] { linear_backward_input_host(x.data(), w.data(), y.data(), s.M, s.H, s.H); }},
+        {"linear_backward_weight fc1", fmm, act * 2 + 4.0 * s.H * s.H, [&] { linear_backward_weight_host(x.data(), z.data(), dw.data(), s.M, s.H, s.H, false); }},
+        {"layernorm_residual_forward", 0, act * 2, [&] { layernorm_residual_forward_host(x.data(), b.data(), b.data(), y.data(), mean.data(), rstd.data(), s.M, s.H); }},
+        {"layernorm_residual_backward", 0, act * 3, [&] { layernorm_residual_backward_host(z.data(), x.data(), b.data(), mean.data(), rstd.data(), y.data(), dg.data(), db.data(), s.M, s.H, scratch.data()); }},
+        {"bias_gelu_dropout_forward", 0, act * 2, [&] { bias_gelu_dropout_forward_host(x.data(), b.data(), y.data(), s.M, s.H, drop); }},
+        {"bias_gelu_dropout_backward", 0, act * 3, [&] { bias_gelu_dropout_backward_host(z.data(), x.data(), b.data(), y.data(), db.data(), s.M, s.H, drop, scratch.data()); }},
+    };
+    z = x;
+    for (const Op& op : ops) {
+      const double t = bench::time_median(op.f, repeats);
+      const bool compute = op.flops > 0;
+      const double rate = compute ? op.flops / t * 1e-9 : op.bytes / t * 1e-9;
+      const double frac = rate / (compute ? gf : gbs);
+      char shape[32];
+      std::snprintf(shape, sizeof shape, "%dx%d", s.M, s.H);
+      std::printf("%-34s %-14s %10.1f %10.2f %10.2f %6.1f %s %6.1f%%   (%s)\n", op.name, shape, t * 1e6, op.flops * 1e-6,
+                  op.bytes * 1e-6, rate, compute ? "GF/s" : "GB/s", 100 * frac, s.name);
+      rows.push_back({{"op", op.name}, {"case", s.name}, {"M", s.M}, {"H", s.H}, {"us", t * 1e6}, {"flops", op.flops},
+                      {"bytes", op.bytes}, {"rate", rate}, {"unit", compute ? "GFLOP/s" : "GB/s"}, {"fraction", frac}});
+    }
+  }
+  if (!json_path.empty()) {
+    std::ofstream f(json_path);
+    if (!f) return std::fprintf(stderr, "bench_kernels: error: cannot write %s\n", json_path.c_str()), 1;
+    f << nlohmann::json{{"bench", "bench_kernels"}, {"sgemm_gflops", gf}, {"copy_gbps", gbs}, {"rows", rows}}.dump(2)
+      << "\n";
+  }
+  return 0;
+}
