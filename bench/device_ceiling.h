@@ -2,7 +2,7 @@
 // (counted read + write) and a large fp32 cuBLAS GEMM's GFLOP/s, CUDA events, median of repeats.
 // Only meaningful on a real GPU (GRPO_GPU); the simt build's "device" is the CPU emulator.
 #pragma once
-#if defined(GRPO_HAVE_CUDA)
+#if defined(GRPO_GPU)  // never in simt: the emulator has no use for these (and lacks some calls)
 #include <vector>
 
 #include <cublas_v2.h>
