@@ -145,7 +145,7 @@ GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, con
   const GameState before = v.load(g);
   const StepResult r = step(cfg, before, actions[g], draws(g));
   v.store(g, r.state);
-  reward_out[g] = reward(t, before.score, r.state);
+  reward_out[g] = step_reward(t, before.score, r.state);
   if (obs_next) write_observation(cfg, r.state, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
 }
 

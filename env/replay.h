@@ -70,8 +70,8 @@ void replay_cuda(const ReplayDocument& doc, const ReplayEmit& emit);  // env/rep
 void run_replay(std::istream& in, std::ostream& out, ReplayBackend backend);
 
 // Registers the `replay` subcommand. `cuda` is null in the host flavour, where --backend cuda is
-// refused with a UsageError. add_replay_command (engine/commands.h) calls this with the flavour's
-// backends: env/replay_command.cpp (host flavour) or env/replay_command_cuda.cpp (gpu, simt).
+// refused with a UsageError. add_replay_command (engine/commands.h, env/replay_command.cpp)
+// calls this with the flavour's backends.
 Command make_replay_command(CLI::App& app, ReplayBackend cuda);
 
 }  // namespace grpo

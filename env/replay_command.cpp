@@ -1,9 +1,15 @@
-// `grpo replay` in the host flavour: no device backend exists (see replay_command_cuda.cpp for
-// the gpu and simt flavours, where grpo_cuda provides it; grpo_core cannot call into grpo_cuda).
+// `grpo replay` (engine/commands.h): the host backend always, the device backend where the
+// flavour has CUDA (gpu, or the emulator in simt); in the host flavour --backend cuda is refused.
 #include "env/replay.h"
 
-#if !defined(GRPO_HAVE_CUDA)
 namespace grpo {
-Command add_replay_command(CLI::App& app) { return make_replay_command(app, nullptr); }
-}  // namespace grpo
+
+Command add_replay_command(CLI::App& app) {
+#if defined(GRPO_HAVE_CUDA)
+  return make_replay_command(app, replay_cuda);
+#else
+  return make_replay_command(app, nullptr);
 #endif
+}
+
+}  // namespace grpo

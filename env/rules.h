@@ -209,7 +209,8 @@ GRPO_HD float reward_later(int32_t score_before, int32_t score_after) {
   return clamp_reward(r);
 }
 
-GRPO_HD float reward(uint32_t t, int32_t score_before, const GameState& after) {
+// The reward of step t, from the score before the step and the state after it.
+GRPO_HD float step_reward(uint32_t t, int32_t score_before, const GameState& after) {
   return t == 0 ? reward_first(after.score, after.bottomed) : reward_later(score_before, after.score);
 }
 

@@ -79,7 +79,7 @@ inline std::vector<nlohmann::json> simulate_replay(const GameConfig& c, const nl
       score.push_back(games[g].score);
       steps.push_back(games[g].steps);
       bottomed.push_back(games[g].bottomed);
-      reward.push_back(grpo::reward(uint32_t(t), before, games[g]));
+      reward.push_back(grpo::step_reward(uint32_t(t), before, games[g]));
     }
     line["observations"] = obs;
     line["score"] = score;

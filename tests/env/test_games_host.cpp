@@ -176,7 +176,7 @@ void random_run(const GameConfig& c, int R, int T, uint64_t seed) {
       float row[1 + 3 * kMaxFruitSlots];
       write_observation(c, s, row);
       ASSERT_EQ(std::memcmp(row, &obs[size_t(g) * D], size_t(D) * 4), 0);
-      ASSERT_EQ(reward[g], grpo::reward(uint32_t(t), p.score, s));
+      ASSERT_EQ(reward[g], grpo::step_reward(uint32_t(t), p.score, s));
       ASSERT_GE(reward[g], -2.f);
       ASSERT_LE(reward[g], 2.f);
     }

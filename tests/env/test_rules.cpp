@@ -304,8 +304,8 @@ TEST(Rules, RewardLaterStepsUseTheScoreChange) {
   GameState after = make_state(1, {});
   after.score = 2;
   after.bottomed = 2;
-  EXPECT_EQ(reward(0, 0, after), reward_first(2, 2));
-  EXPECT_EQ(reward(1, 1, after), reward_later(1, 2));
+  EXPECT_EQ(step_reward(0, 0, after), reward_first(2, 2));
+  EXPECT_EQ(step_reward(1, 1, after), reward_later(1, 2));
 }
 
 }  // namespace
