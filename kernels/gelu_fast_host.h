@@ -86,6 +86,6 @@ inline void gelu_and_grad_n(const float* x, float* g, float* dg, int n) {
 
 // Below this many elements an op runs on the calling thread: an OpenMP fork/join (and the
 // worker's spinning on a shared two-core machine) costs more than the work.
-constexpr double kParallelElements = 1 << 17;
+constexpr double kParallelElements = 1 << 14;
 
 }  // namespace grpo::hostmath

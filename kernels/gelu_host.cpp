@@ -1,5 +1,5 @@
 // Host twins of gelu.cu, written for speed (the host executor trains on them): rows in parallel,
-// a vectorised GELU over column chunks (gelu_fast_host.h), one Philox draw per four columns.
+// a vectorised GELU over column chunks (gelu_fast_host.h), masks from dropout_fast_host.h.
 // dbias uses the kernels' deterministic two-stage layout (activations_colsum.h): float partial
 // sums per fixed row chunk in the caller's scratch, then chunks added in order in double, so the
 // result does not depend on the thread count. scratch == nullptr (tests) allocates instead.
@@ -7,13 +7,14 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kernels/dropout_fast_host.h"
 #include "kernels/gelu.h"
 #include "kernels/gelu_fast_host.h"
 
 namespace grpo {
 
 namespace {
-constexpr int kChunk = 256;  // columns per vector pass (a multiple of 4: whole dropout groups)
+constexpr int kChunk = 256;  // columns per vector pass (a multiple of 32: whole vectorised mask blocks)
 
 void check_shape(int M, int N, const char* op) {
   if (M < 0 || N < 0) throw std::invalid_argument(std::string(op) + ": negative shape");
@@ -25,7 +26,6 @@ void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* ou
   check_dropout(spec, "bias_gelu_dropout_forward_host");
   check_shape(M, N, "bias_gelu_dropout_forward_host");
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
-  const float scale = dropout_scale(spec.p);
   const bool parallel = double(M) * N >= hostmath::kParallelElements;
 #pragma omp parallel for schedule(static) if (parallel)
   for (int r = 0; r < M; ++r) {
@@ -36,11 +36,7 @@ void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* ou
 #pragma omp simd
       for (int j = 0; j < n; ++j) x[j] = ar[j] + bias[c0 + j];
       hostmath::gelu_n(x, g, n);
-      for (int j = 0; j < n; j += 4) {
-        const unsigned k4 =
-            dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, uint32_t(r), uint32_t((c0 + j) / 4));
-        for (int k = 0; k < 4; ++k) keep[j + k] = (k4 >> k & 1u) ? scale : 0.f;
-      }
+      dropout_row_scales_host(spec, epoch, uint32_t(r), c0, n, keep);
       float* o = out + size_t(r) * N + c0;
 #pragma omp simd
       for (int j = 0; j < n; ++j) o[j] = g[j] * keep[j];
@@ -53,7 +49,6 @@ void bias_gelu_dropout_backward_host(const float* dout, const float* a, const fl
   check_dropout(spec, "bias_gelu_dropout_backward_host");
   check_shape(M, N, "bias_gelu_dropout_backward_host");
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
-  const float scale = dropout_scale(spec.p);
   const unsigned rows = colsum::rows_per_chunk(size_t(M)), chunks = colsum::chunks(size_t(M));
   std::vector<float> own;
   if (scratch == nullptr) {
@@ -74,11 +69,7 @@ void bias_gelu_dropout_backward_host(const float* dout, const float* a, const fl
 #pragma omp simd
         for (int j = 0; j < n; ++j) x[j] = a[o + j] + bias[c0 + j];
         hostmath::gelu_and_grad_n(x, g, dg, n);
-        for (int j = 0; j < n; j += 4) {
-          const unsigned k4 =
-              dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, uint32_t(r), uint32_t((c0 + j) / 4));
-          for (int k = 0; k < 4; ++k) keep[j + k] = (k4 >> k & 1u) ? scale : 0.f;
-        }
+        dropout_row_scales_host(spec, epoch, uint32_t(r), c0, n, keep);
 #pragma omp simd
         for (int j = 0; j < n; ++j) {
           const float d = dout[o + j] * keep[j] * dg[j];
