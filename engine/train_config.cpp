@@ -24,6 +24,8 @@ void TrainConfig::validate() const {
   require(patience >= 0, "--patience must be >= 0 (0 disables early stopping)");
   require(checkpoint_every == -1 || checkpoint_every >= 1,
           "--save-checkpoint-per-num-epoch must be -1 (only at the end) or >= 1");
+  require(profile_first == -1 || (profile_first >= 0 && profile_first <= profile_last),
+          "--profile-epochs must be A:B with 0 <= A <= B");
   // Kernels index activations with 32-bit integers: keep every [M, width] tensor below 2^31.
   const int64_t widest = std::max<int64_t>(hidden_size, obs_dim());
   require(samples() * widest < (int64_t{1} << 31),

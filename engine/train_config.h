@@ -32,6 +32,10 @@ struct TrainConfig {
   bool tf32 = false;
   std::string out_dir = "runs/latest";
   std::string metrics_path;            // empty: OUT/metrics.jsonl
+  // --profile-epochs A:B: cudaProfilerStart before epoch A, cudaProfilerStop after epoch B
+  // (tools/profile_nsys); -1: off. Only the CUDA executor has anything to profile.
+  int profile_first = -1;
+  int profile_last = -1;
 
   int games() const { return game.groups() * batch_size; }            // N
   int64_t samples() const { return int64_t{max_steps} * games(); }    // M = T * N

@@ -1,5 +1,7 @@
 #include "engine/train_flags.h"
 
+#include <cstdio>
+
 #include "engine/errors.h"
 #include "env/game_flags.h"
 
@@ -42,6 +44,17 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_flag("--tf32", c.tf32, "cuda: TF32 tensor-core matrix products (relative error ~1e-3)");
   app.add_option("--out", c.out_dir, "directory for checkpoints and metrics")->capture_default_str();
   app.add_option("--metrics", c.metrics_path, "metrics file, JSON lines, one per epoch (default: OUT/metrics.jsonl)");
+  app.add_option_function<std::string>(
+      "--profile-epochs",
+      [&c](const std::string& v) {
+        int a = -1, b = -1;
+        char end = 0;
+        if (std::sscanf(v.c_str(), "%d:%d%c", &a, &b, &end) != 2 || a < 0 || b < a)
+          throw CLI::ValidationError("--profile-epochs", "expected A:B with 0 <= A <= B, got '" + v + "'");
+        c.profile_first = a;
+        c.profile_last = b;
+      },
+      "cuda: cudaProfilerStart/Stop around epochs A..B (0-based, inclusive; for nsys, tools/profile_nsys)");
   add_game_flags(app, c.game);
 }
 
