@@ -1,0 +1,189 @@
+// Kernel benchmark of the CUDA ops at the rollout and loss-pass shapes of the small and
+// reference-default configurations: CUDA events around each call with L2 flushed before it
+// (cold caches, as in a training epoch where activations stream through), median of repeats;
+// FLOPs and minimum bytes per call, GFLOP/s or GB/s and the fraction of the ceilings measured
+// here (device copy bandwidth, a large fp32 cuBLAS GEMM). --json writes the rows.
+// On the SIMT build the "device" is the CPU emulator: timings are meaningless, so it says so and
+// runs one tiny call of each op as a smoke test.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/device_ceiling.h"
+#include "bench/host_ceiling.h"
+#include "kernels/check.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+
+namespace {
+
+using namespace grpo;
+
+// A device array filled from the host with values in [-1, 1).
+struct Dev {
+  float* p = nullptr;
+  explicit Dev(size_t n, unsigned seed = 0) {
+    CUDA_CHECK(cudaMalloc(&p, (n ? n : 1) * sizeof(float)));
+    if (seed) {
+      const auto h = bench::filled(n, seed);
+      CUDA_CHECK(cudaMemcpy(p, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    }
+  }
+  ~Dev() { cudaFree(p); }
+  Dev(const Dev&) = delete;
+  Dev& operator=(const Dev&) = delete;
+};
+
+struct Shape {
+  const char* name;
+  int M, H;
+};
+
+struct Op {
+  const char* name;
+  double flops, bytes;
+  std::function<void()> f;
+};
+
+// The ops of one shape, on buffers that live as long as the returned object.
+struct Case {
+  Shape s;
+  Dev x, w, b, obs, win, y, z, mean, rstd, dw, db, dg, scratch, epoch_buf;
+  std::vector<Op> ops;
+  static constexpr int D = 10;
+
+  Case(Shape sh, Blas& blas, cudaStream_t st)
+      : s(sh),
+        x(size_t(sh.M) * sh.H, 1),
+        w(size_t(sh.H) * sh.H, 2),
+        b(sh.H, 3),
+        obs(size_t(sh.M) * D, 4),
+        win(size_t(sh.H) * D, 5),
+        y(size_t(sh.M) * sh.H),
+        z(size_t(sh.M) * sh.H, 6),
+        mean(sh.M),
+        rstd(sh.M),
+        dw(size_t(sh.H) * sh.H),
+        db(sh.H),
+        dg(sh.H),
+        scratch(2 * std::max(layernorm_residual_backward_scratch_floats(sh.M, sh.H),
+                             bias_gelu_dropout_backward_scratch_floats(sh.M, sh.H))),
+        epoch_buf(1) {
+    CUDA_CHECK(cudaMemset(epoch_buf.p, 0, sizeof(uint32_t)));
+    const int M = s.M, H = s.H;
+    const double MH = double(M) * H, fmm = 2.0 * MH * H, act = 4.0 * MH;
+    const DropoutSpec drop{0.1f, 42, Purpose::DropoutLoss, reinterpret_cast<const uint32_t*>(epoch_buf.p), 0};
+    Blas* bl = &blas;
+    ops = {
+        {"linear_forward fc_in", 2.0 * MH * D, 4.0 * (M * D + MH),
+         [=] { linear_forward_cuda(*bl, obs.p, win.p, nullptr, y.p, M, H, D, st); }},
+        {"linear_forward fc1", fmm, act * 2 + 4.0 * H * H,
+         [=] { linear_forward_cuda(*bl, x.p, w.p, nullptr, y.p, M, H, H, st); }},
+        {"linear_backward_input fc1", fmm, act * 2 + 4.0 * H * H,
+         [=] { linear_backward_input_cuda(*bl, x.p, w.p, y.p, M, H, H, st); }},
+        {"linear_backward_weight fc1", fmm, act * 2 + 4.0 * H * H,
+         [=] { linear_backward_weight_cuda(*bl, x.p, z.p, dw.p, M, H, H, false, st); }},
+        {"layernorm_residual_forward", 0, act * 2,
+         [=] { layernorm_residual_forward_cuda(x.p, b.p, b.p, y.p, mean.p, rstd.p, M, H, st); }},
+        {"layernorm_residual_backward", 0, act * 3,
+         [=] { layernorm_residual_backward_cuda(z.p, x.p, b.p, mean.p, rstd.p, y.p, dg.p, db.p, M, H, scratch.p, st); }},
+        {"bias_gelu_dropout_forward", 0, act * 2,
+         [=] { bias_gelu_dropout_forward_cuda(x.p, b.p, y.p, M, H, drop, st); }},
+        {"bias_gelu_dropout_backward", 0, act * 3,
+         [=] { bias_gelu_dropout_backward_cuda(z.p, x.p, b.p, y.p, db.p, M, H, drop, scratch.p, st); }},
+    };
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_kernels_cuda: CUDA ops (events, L2 flushed) against measured device ceilings"};
+  std::string json_path;
+  int repeats = 20;
+  app.add_option("--repeats", repeats, "timed calls per op (median)")->check(CLI::Range(1, 1000));
+  app.add_option("--json", json_path, "also write the rows as JSON");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    cudaStream_t st;
+    CUDA_CHECK(cudaStreamCreate(&st));
+    Blas blas;
+#if defined(GRPO_SIMT)
+    std::printf("bench_kernels_cuda: SIMT build: the device is the CPU emulator, timings are meaningless;\n"
+                "running each op once at a tiny shape as a smoke test.\n");
+    (void)repeats;
+    Case c(Shape{"smoke", 37, 40}, blas, st);
+    for (const Op& op : c.ops) {
+      op.f();
+      CUDA_CHECK(cudaStreamSynchronize(st));
+      std::printf("ran %s 37x40\n", op.name);
+    }
+    CUDA_CHECK(cudaStreamDestroy(st));
+    return 0;
+#else
+    int dev = 0;
+    cudaDeviceProp prop{};
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+    const double gbs = bench::device_copy_gbps(size_t(1) << 30, 10), gf = bench::cublas_sgemm_gflops(8192, 5);
+    std::printf("device %s: copy %.0f GB/s, cuBLAS sgemm 8192^3 %.0f GFLOP/s (fp32, no TF32)\n\n", prop.name, gbs, gf);
+    std::printf("%-34s %-12s %10s %10s %10s %9s %7s\n", "op", "shape", "us/call", "MFLOP", "MB", "rate", "%ceil");
+    bench::L2Flush flush;
+    nlohmann::json rows = nlohmann::json::array();
+    for (const Shape s : {Shape{"small rollout", 136, 512}, Shape{"small loss", 27200, 512},
+                          Shape{"reference rollout", 544, 2048}, Shape{"reference loss", 54400, 2048}}) {
+      Case c(s, blas, st);
+      for (const Op& op : c.ops) {
+        // Each timed call follows an L2 flush on the same stream; the flush sits outside the events.
+        std::vector<double> ms;
+        cudaEvent_t a, b;
+        CUDA_CHECK(cudaEventCreate(&a));
+        CUDA_CHECK(cudaEventCreate(&b));
+        op.f();  // warm-up
+        for (int i = 0; i < repeats; ++i) {
+          flush(st);
+          CUDA_CHECK(cudaEventRecord(a, st));
+          op.f();
+          CUDA_CHECK(cudaEventRecord(b, st));
+          CUDA_CHECK(cudaEventSynchronize(b));
+          float t = 0;
+          CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+          ms.push_back(t);
+        }
+        CUDA_CHECK(cudaEventDestroy(a));
+        CUDA_CHECK(cudaEventDestroy(b));
+        const double sec = bench::median(ms) * 1e-3;
+        const bool compute = op.flops > 0;
+        const double rate = compute ? op.flops / sec * 1e-9 : op.bytes / sec * 1e-9;
+        const double frac = rate / (compute ? gf : gbs);
+        char shape[32];
+        std::snprintf(shape, sizeof shape, "%dx%d", s.M, s.H);
+        std::printf("%-34s %-12s %10.1f %10.2f %10.2f %6.0f %s %6.1f%%   (%s)\n", op.name, shape, sec * 1e6,
+                    op.flops * 1e-6, op.bytes * 1e-6, rate, compute ? "GF/s" : "GB/s", 100 * frac, s.name);
+        rows.push_back({{"op", op.name}, {"case", s.name}, {"M", s.M}, {"H", s.H}, {"us", sec * 1e6},
+                        {"flops", op.flops}, {"bytes", op.bytes}, {"rate", rate},
+                        {"unit", compute ? "GFLOP/s" : "GB/s"}, {"fraction", frac}});
+      }
+    }
+    CUDA_CHECK(cudaStreamDestroy(st));
+    if (!json_path.empty()) {
+      std::ofstream f(json_path);
+      if (!f) return std::fprintf(stderr, "bench_kernels_cuda: error: cannot write %s\n", json_path.c_str()), 1;
+      f << nlohmann::json{{"bench", "bench_kernels_cuda"}, {"device", prop.name}, {"copy_gbps", gbs},
+                          {"sgemm_gflops", gf}, {"rows", rows}}.dump(2)
+        << "\n";
+    }
+    return 0;
+#endif
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_kernels_cuda: fatal: %s\n", e.what());
+    return 1;
+  }
+}
