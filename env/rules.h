@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "env/game_config.h"
+#include "kernels/exact_math.h"
 #include "kernels/hd.h"
 
 // Device pass only: g++ (and nvcc's host pass) would warn about an unknown pragma.
@@ -168,28 +169,13 @@ GRPO_HD void write_observation(const GameConfig& cfg, const GameState& s, float*
 // float32. The device must not contract a*b+c into an FMA (the host never does), hence the
 // explicitly rounded intrinsics there; exp is a fixed Taylor/Horner evaluation rather than
 // libm/libdevice exp, so host and device agree bit for bit (the t = 0 argument is in [0, 1]).
-GRPO_HD double dmul_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-GRPO_HD double dadd_rn(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-
 // e^c - 1 for c in [0, 1] (reachable states have 0 <= score <= bottomed after the first step),
 // to within a few double ulps: c (1 + c/2 (1 + c/3 (... (1 + c/25)))), every term below 2^-80.
 // Outside [0, 1] it stays deterministic but loses accuracy; the clamp to [-2, 2] hides that.
 GRPO_HD double expm1_unit(double c) {
   double acc = 1.0;
-  for (int k = 25; k >= 2; --k) acc = dadd_rn(1.0, dmul_rn(c / k, acc));
-  return dmul_rn(c, acc);
+  for (int k = 25; k >= 2; --k) acc = add_rn(1.0, mul_rn(c / k, acc));
+  return mul_rn(c, acc);
 }
 
 GRPO_HD float clamp_reward(double r) { return static_cast<float>(r < -2.0 ? -2.0 : (r > 2.0 ? 2.0 : r)); }
@@ -197,7 +183,7 @@ GRPO_HD float clamp_reward(double r) { return static_cast<float>(r < -2.0 ? -2.0
 // t = 0: from the counters after the first step.
 GRPO_HD float reward_first(int32_t score, int32_t bottomed) {
   const double c = static_cast<double>(score > 0 ? score : 0) / static_cast<double>(bottomed > 1 ? bottomed : 1);
-  const double r = dadd_rn(dadd_rn(dmul_rn(0.1, score), dmul_rn(0.5, expm1_unit(c))), 0.05);
+  const double r = add_rn(add_rn(mul_rn(0.1, score), mul_rn(0.5, expm1_unit(c))), 0.05);
   return clamp_reward(r);
 }
 
@@ -205,7 +191,7 @@ GRPO_HD float reward_first(int32_t score, int32_t bottomed) {
 GRPO_HD float reward_later(int32_t score_before, int32_t score_after) {
   const int32_t d = score_after - score_before;
   const double r =
-      dadd_rn(dadd_rn(dadd_rn(static_cast<double>(d > 0 ? d : 0), dmul_rn(0.5, d < 0 ? d : 0)), -0.01), 0.05);
+      add_rn(add_rn(add_rn(static_cast<double>(d > 0 ? d : 0), mul_rn(0.5, d < 0 ? d : 0)), -0.01), 0.05);
   return clamp_reward(r);
 }
 

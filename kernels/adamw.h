@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/exact_math.h"
 #include "kernels/hd.h"
 #include "kernels/train_scalars.h"
 
@@ -44,36 +45,13 @@ struct AdamWConfig {
 };
 
 namespace adamw_detail {
-// Correctly rounded operations that the device compiler may not fuse (the host compiler does
-// not contract in ISO C++ mode, and x86-64 without -mfma has no FMA to contract into).
-GRPO_HD float mul(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-GRPO_HD float add(float a, float b) {
-#if defined(__CUDA_ARCH__)
-  return __fadd_rn(a, b);
-#else
-  return a + b;
-#endif
-}
-GRPO_HD double dmul(double a, double b) {
-#if defined(__CUDA_ARCH__)
-  return __dmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
 // b^e by repeated squaring: the same sequence of rounded products on host and device (pow()
 // itself differs between libm and CUDA's math library in the last bit).
 GRPO_HD double powu(double b, uint32_t e) {
   double r = 1.0;
   while (e != 0) {
-    if (e & 1u) r = dmul(r, b);
-    b = dmul(b, b);
+    if (e & 1u) r = mul_rn(r, b);
+    b = mul_rn(b, b);
     e >>= 1;
   }
   return r;
@@ -86,12 +64,11 @@ struct AdamWCoeffs {
 };
 
 GRPO_HD AdamWCoeffs adamw_coeffs(float lr, uint32_t adam_step, float clip_scale, const AdamWConfig& c) {
-  using adamw_detail::dmul;
   using adamw_detail::powu;
   const uint32_t t = adam_step + 1;
   AdamWCoeffs k;
   k.clip = clip_scale;
-  k.decay = static_cast<float>(1.0 - dmul(lr, c.weight_decay));
+  k.decay = static_cast<float>(1.0 - mul_rn(double(lr), c.weight_decay));
   k.b1 = static_cast<float>(c.beta1);
   k.omb1 = static_cast<float>(1.0 - c.beta1);
   k.b2 = static_cast<float>(c.beta2);
@@ -104,14 +81,12 @@ GRPO_HD AdamWCoeffs adamw_coeffs(float lr, uint32_t adam_step, float clip_scale,
 
 // One element's update; shared by the kernel (per float4 lane) and the host twin.
 GRPO_HD void adamw_element(float& p, float grad, float& m, float& v, const AdamWCoeffs& k) {
-  using adamw_detail::add;
-  using adamw_detail::mul;
-  const float g = mul(k.clip, grad);
-  const float decayed = mul(p, k.decay);
-  m = add(mul(k.b1, m), mul(k.omb1, g));
-  v = add(mul(k.b2, v), mul(k.omb2, mul(g, g)));
-  const float denom = add(sqrtf(v) / k.bc2_sqrt, k.eps);
-  p = add(decayed, -mul(k.step_size, m / denom));
+  const float g = mul_rn(k.clip, grad);
+  const float decayed = mul_rn(p, k.decay);
+  m = add_rn(mul_rn(k.b1, m), mul_rn(k.omb1, g));
+  v = add_rn(mul_rn(k.b2, v), mul_rn(k.omb2, mul_rn(g, g)));
+  const float denom = add_rn(sqrtf(v) / k.bc2_sqrt, k.eps);
+  p = add_rn(decayed, -mul_rn(k.step_size, m / denom));
 }
 
 // Host twin; all pointers are host memory.
