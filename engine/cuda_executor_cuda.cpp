@@ -72,6 +72,8 @@ class CudaExecutor final : public Executor {
     return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch)" : " (eager, --no-graph)");
   }
 
+  bool on_device() const override { return true; }
+
   void set_state(const RunState& s) override {
     CUDA_CHECK(cudaStreamSynchronize(stream_));
     CUDA_CHECK(cudaMemcpy(slabs_, s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice));

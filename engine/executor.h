@@ -23,6 +23,7 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::string describe() const = 0;
+  virtual bool on_device() const { return false; }  // runs on a CUDA device (or the emulator)
   // Synchronous state transfer: at setup, for checkpoints, never inside an epoch.
   virtual void set_state(const RunState& s) = 0;
   virtual RunState get_state() = 0;

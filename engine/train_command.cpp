@@ -136,32 +136,11 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   // that scored. A resume from best.safetensors continues the parameters, moments and random
   // streams exactly, but does not report epoch best_epoch+1's metrics again.
   hooks.on_best = [&](const EpochReport& r) { saver.save("best.safetensors", r.best_score, r.best_epoch); };
-  // --profile-epochs A:B: the profiler range opens before epoch A is launched and closes, after a
-  // device sync, before epoch B+1 is launched (or at the end). checkpoint_due is the loop's
-  // "before launching epoch e" call, so the range rides on it.
-  bool profiling = false;
-  const bool profile = c.profile_first >= 0 && ex->describe().rfind("host", 0) != 0;
-  if (c.profile_first >= 0 && !profile)
+  ProfileRange profile(c.profile_first, c.profile_last, ex->on_device());
+  if (c.profile_first >= 0 && !ex->on_device())
     std::fprintf(stderr, "grpo train: --profile-epochs has no effect on the host executor\n");
-  auto profile_before = [&](uint32_t next_epoch) {
-#if defined(GRPO_HAVE_CUDA)
-    if (!profile) return;
-    const uint32_t first = uint32_t(c.profile_first), last = uint32_t(c.profile_last);
-    if (!profiling && next_epoch >= first && next_epoch <= last) {
-      cuda_profiler_start();
-      profiling = true;
-    } else if (profiling && next_epoch > last) {
-      cuda_profiler_stop();
-      profiling = false;
-    }
-#else
-    (void)next_epoch;
-    (void)profiling;
-#endif
-  };
-  profile_before(start_epoch);
+  hooks.before_launch = [&](uint32_t epoch) { profile.before_launch(epoch); };
   hooks.checkpoint_due = [&](uint32_t next_epoch) {
-    profile_before(next_epoch);
     return c.checkpoint_every > 0 && next_epoch % uint32_t(c.checkpoint_every) == 0;
   };
   hooks.on_checkpoint = [&](const TrainResult& r) {
@@ -172,7 +151,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   const TrainResult res = train_loop(c, *ex, start_epoch,
                                      resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
                                      resuming ? ck.best_epoch : 0, hooks);
-  profile_before(std::numeric_limits<uint32_t>::max());  // closes a range still open at the end
+  profile.finish();
   if (tty) std::fprintf(stderr, "\n");
 
   std::printf("trained epochs %u..%u (%u) in %s: best score %.3f at epoch %u%s\n", res.first_epoch, res.last_epoch,

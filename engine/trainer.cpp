@@ -60,6 +60,7 @@ TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch,
       if (stop) break;
       hooks.on_checkpoint(r);
     }
+    if (hooks.before_launch) hooks.before_launch(e);
     ex.launch_epoch();
     if (pending) consume(e - 1);
     pending = true;

@@ -43,6 +43,7 @@ struct TrainHooks {
   // starts drained, like the uninterrupted one after this point).
   std::function<bool(uint32_t next_epoch)> checkpoint_due;
   std::function<void(const TrainResult& so_far)> on_checkpoint;
+  std::function<void(uint32_t epoch)> before_launch;  // right before epoch `epoch` is launched (profiling)
 };
 
 // Runs epochs from the executor's current state until total_epochs, early stop, a non-finite
