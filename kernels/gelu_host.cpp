@@ -10,6 +10,7 @@
 #include "kernels/dropout_fast_host.h"
 #include "kernels/gelu.h"
 #include "kernels/gelu_fast_host.h"
+#include "kernels/parallel_fast_host.h"
 
 namespace grpo {
 
@@ -26,9 +27,8 @@ void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* ou
   check_dropout(spec, "bias_gelu_dropout_forward_host");
   check_shape(M, N, "bias_gelu_dropout_forward_host");
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
-  const bool parallel = double(M) * N >= hostmath::kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int r = 0; r < M; ++r) {
+  hostpar::for_row_ranges(M, N, hostmath::kParallelElements, [&](int r0, int r1) {
+  for (int r = r0; r < r1; ++r) {
     float x[kChunk], g[kChunk], keep[kChunk];
     for (int c0 = 0; c0 < N; c0 += kChunk) {
       const int n = std::min(kChunk, N - c0);
@@ -42,6 +42,7 @@ void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* ou
       for (int j = 0; j < n; ++j) o[j] = g[j] * keep[j];
     }
   }
+  });
 }
 
 void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da,
@@ -55,9 +56,7 @@ void bias_gelu_dropout_backward_host(const float* dout, const float* a, const fl
     own.resize(size_t(chunks) * N);
     scratch = own.data();
   }
-  const bool parallel = double(M) * N >= hostmath::kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (unsigned ch = 0; ch < chunks; ++ch) {
+  auto chunk = [&](int ch) {
     float* part = scratch + size_t(ch) * N;
     std::fill(part, part + N, 0.f);
     const int r1 = std::min<int>(M, int((ch + 1) * rows));
@@ -78,7 +77,9 @@ void bias_gelu_dropout_backward_host(const float* dout, const float* a, const fl
         }
       }
     }
-  }
+  };
+  if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
+  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
   for (int c = 0; c < N; ++c) {
     double s = 0;
     for (unsigned ch = 0; ch < chunks; ++ch) s += scratch[size_t(ch) * N + c];

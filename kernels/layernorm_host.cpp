@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/gelu_fast_host.h"
+#include "kernels/parallel_fast_host.h"
 #include "kernels/layernorm.h"
 
 namespace grpo {
@@ -25,9 +26,8 @@ void check_layernorm_shape(int M, int N, const char* op) {
 void layernorm_residual_forward_host(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
                                      float* rstd, int M, int N) {
   check_layernorm_shape(M, N, "layernorm_residual_forward_host");
-  const bool parallel = double(M) * N >= hostmath::kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int r = 0; r < M; ++r) {
+  hostpar::for_row_ranges(M, N, hostmath::kParallelElements, [&](int r0, int r1) {
+  for (int r = r0; r < r1; ++r) {
     const float* x = h0 + size_t(r) * N;
     float* y = h1 + size_t(r) * N;
     hostmath::gelu_n(x, y, N);  // y holds gelu(x) until the last pass overwrites it
@@ -44,6 +44,7 @@ void layernorm_residual_forward_host(const float* h0, const float* gamma, const 
 #pragma omp simd
     for (int c = 0; c < N; ++c) y[c] = x[c] + (y[c] - m) * rs * gamma[c] + beta[c];
   }
+  });
 }
 
 void layernorm_residual_backward_host(const float* dh1, const float* h0, const float* gamma, const float* mean,
@@ -56,9 +57,7 @@ void layernorm_residual_backward_host(const float* dh1, const float* h0, const f
     own.resize(2 * size_t(chunks) * N);
     scratch = own.data();
   }
-  const bool parallel = double(M) * N >= hostmath::kParallelElements;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (unsigned ch = 0; ch < chunks; ++ch) {
+  auto chunk = [&](int ch) {
     float* pg = scratch + size_t(ch) * N;             // partial dgamma of this chunk
     float* pb = scratch + size_t(chunks + ch) * N;    // partial dbeta
     std::fill(pg, pg + N, 0.f);
@@ -84,7 +83,9 @@ void layernorm_residual_backward_host(const float* dh1, const float* h0, const f
 #pragma omp simd
       for (int c = 0; c < N; ++c) dh0[o + c] = d[c] + dg[c] * (rs * (d[c] * gamma[c] - a1 - xhat[c] * a2));
     }
-  }
+  };
+  if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
+  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
   for (int c = 0; c < N; ++c) {
     double sg = 0, sb = 0;
     for (unsigned ch = 0; ch < chunks; ++ch) {

@@ -11,6 +11,7 @@
 #include <cblas.h>
 
 #include "kernels/matmul.h"
+#include "kernels/parallel_fast_host.h"
 
 namespace grpo {
 
@@ -40,15 +41,16 @@ void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int 
   const int extent = by_rows ? rows : cols, tile = by_rows ? kTile : 2 * kTile;
   const int tiles = (extent + tile - 1) / tile;
   const bool parallel = 2.0 * rows * cols * inner >= kParallelFlops && tiles > 1;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int t = 0; t < tiles; ++t) {
+  auto tile_fn = [&](int t) {
     const int s0 = t * tile, n = std::min(tile, extent - s0);
     if (by_rows)
       cblas_sgemm(CblasRowMajor, ta, tb, n, cols, inner, 1.f, A + s0 * a_row_stride, lda, B, ldb, beta,
                   C + size_t(s0) * ldc, ldc);
     else
       cblas_sgemm(CblasRowMajor, ta, tb, rows, n, inner, 1.f, A, lda, B + s0 * b_col_stride, ldb, beta, C + s0, ldc);
-  }
+  };
+  if (parallel) hostpar::parallel_for(tiles, tile_fn);
+  else for (int t = 0; t < tiles; ++t) tile_fn(t);
 }
 
 }  // namespace
@@ -64,9 +66,9 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
   if (M == 0) return;
   if (N < 16) {
     // The 3-wide policy head: sgemm's packing costs more than these dot products.
-    const bool parallel = double(M) * N * K >= kParallelFlops;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int r = 0; r < M; ++r) {
+    const double parallel_rows = kParallelFlops / (double(N) * K);  // rows below which one thread does it all
+    hostpar::for_row_ranges(M, 1, parallel_rows, [&](int r0, int r1) {
+    for (int r = r0; r < r1; ++r) {
       const float* x = X + size_t(r) * K;
       for (int c = 0; c < N; ++c) {
         const float* w = W + size_t(c) * K;
@@ -76,6 +78,7 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
         Y[size_t(r) * N + c] = bias ? s + bias[c] : s;
       }
     }
+    });
     return;
   }
   gemm_tiles(CblasNoTrans, CblasTrans, M, N, K, X, K, size_t(K), W, K, size_t(K), 0.f, Y, N);
@@ -103,15 +106,15 @@ void linear_backward_weight_host(const float* dY, const float* X, float* dW, int
 void bias_grad_host(const float* dY, float* db, int M, int N, float* /*scratch*/) {
   if (M < 0 || N < 0) throw std::invalid_argument("bias_grad_host: negative shape");
   const int blocks = (N + 15) / 16;
-  const bool parallel = double(M) * N >= 1 << 18;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int b = 0; b < blocks; ++b) {
+  auto block = [&](int b) {
     double s[16] = {};
     const int c0 = 16 * b, c1 = std::min(N, c0 + 16);
     for (int r = 0; r < M; ++r)
       for (int c = c0; c < c1; ++c) s[c - c0] += dY[size_t(r) * N + c];
     for (int c = c0; c < c1; ++c) db[c] = float(s[c - c0]);
-  }
+  };
+  if (double(M) * N >= 1 << 18) hostpar::parallel_for(blocks, block);
+  else for (int b = 0; b < blocks; ++b) block(b);
 }
 
 }  // namespace grpo
