@@ -17,7 +17,12 @@ namespace grpo {
 
 namespace {
 
-constexpr int kTile = 64;                 // output rows per parallel task
+// Output rows per parallel task of a tall product, and output columns per task of a short one.
+// Each task packs the whole of the other operand, so tiles are large: at the small preset's loss
+// pass 64-row tiles repacked the 27,200 x 512 activations 8 times in dW = dY^T X (56 GFLOP/s
+// against ~90 with 256-row tiles, 2 threads, bench_kernels; bench/README.md).
+constexpr int kRowTile = 256;
+constexpr int kColTile = 128;
 constexpr double kParallelFlops = 4e6;    // below this a product runs on the calling thread
 
 // OpenBLAS's own threads off, once, before the first product.
@@ -33,12 +38,12 @@ void single_threaded_blas() {
 // is at A + r * a_row_stride (NoTrans: lda; Trans: 1). B's column block c starts at
 // B + c * b_col_stride (Trans: ldb, a row of the stored matrix; NoTrans: 1). Tall products
 // (the loss pass) split C's rows; short ones (the rollout's 136 rows) split its columns, so each
-// thread packs only its share of the weights (row tiles of 64 left one thread idle there).
+// thread packs only its share of the weights (row tiles left one thread idle there).
 void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int inner, const float* A, int lda,
                 size_t a_row_stride, const float* B, int ldb, size_t b_col_stride, float beta, float* C, int ldc) {
   single_threaded_blas();
-  const bool by_rows = rows >= 4 * kTile || rows >= cols;
-  const int extent = by_rows ? rows : cols, tile = by_rows ? kTile : 2 * kTile;
+  const bool by_rows = rows >= 256 || rows >= cols;
+  const int extent = by_rows ? rows : cols, tile = by_rows ? kRowTile : kColTile;
   const int tiles = (extent + tile - 1) / tile;
   const bool parallel = 2.0 * rows * cols * inner >= kParallelFlops && tiles > 1;
   auto tile_fn = [&](int t) {
