@@ -9,6 +9,9 @@ namespace grpo {
 
 void add_train_flags(CLI::App& app, TrainFlags& f) {
   TrainConfig& c = f.cfg;
+  // A flag given twice takes its last value, so wrappers (tools/train) can set defaults that the
+  // user's own flags override.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.add_option("--preset", f.preset,
                  "reference: the reference's command line (hidden 2048, batch 32, 2000 epochs, 100 steps, lr 1e-4); "
                  "small: its library defaults, sized for a CPU (hidden 512, batch 8, 200 epochs, 200 steps, lr 5e-4). "

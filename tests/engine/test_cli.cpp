@@ -88,3 +88,19 @@ TEST(Cli, InfoPrintsCounts) {
 }
 
 }  // namespace
+
+namespace {
+
+// tools/train passes defaults that the user's flags must override: the last value wins.
+TEST(Cli, RepeatedFlagTakesTheLastValue) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / ("grpo_cli_last_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const Result r = run_grpo("train --backend host --hidden-size 8 --batch-size 1 --max-steps 2 --total-epochs 5 "
+                            "--total-epochs 1 --out " + out.string());
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("1 epochs"), std::string::npos) << r.err;
+  fs::remove_all(out);
+}
+
+}  // namespace
