@@ -20,9 +20,11 @@ namespace {
 // Output rows per parallel task of a tall product, and output columns per task of a short one.
 // Each task packs the whole of the other operand, so tiles are large: at the small preset's loss
 // pass 64-row tiles repacked the 27,200 x 512 activations 8 times in dW = dY^T X (56 GFLOP/s
-// against ~90 with 256-row tiles, 2 threads, bench_kernels; bench/README.md).
+// against ~90 with 256-row tiles, 2 threads, bench_kernels; bench/README.md). The rollout's
+// 136 x 512 x 512 product in two 256-column tiles: 296-299 us against 320-350 with 128 (quiet,
+// 2 threads); one 512-column tile would leave the second thread idle (457-498 us).
 constexpr int kRowTile = 256;
-constexpr int kColTile = 128;
+constexpr int kColTile = 256;
 constexpr double kParallelFlops = 4e6;    // below this a product runs on the calling thread
 
 // OpenBLAS's own threads off, once, before the first product.
