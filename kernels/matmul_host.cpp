@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <cblas.h>
 
@@ -25,6 +26,8 @@ namespace {
 // 2 threads); one 512-column tile would leave the second thread idle (457-498 us).
 constexpr int kRowTile = 256;
 constexpr int kColTile = 256;
+constexpr int kSplitInner = 8192;         // a single-tile product summing over at least this many...
+constexpr int kInnerParts = 4;            // ...is split into this many fixed slices of the sum
 constexpr double kParallelFlops = 4e6;    // below this a product runs on the calling thread
 
 // OpenBLAS's own threads off, once, before the first product.
@@ -47,6 +50,35 @@ void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int 
   const bool by_rows = rows >= 256 || rows >= cols;
   const int extent = by_rows ? rows : cols, tile = by_rows ? kRowTile : kColTile;
   const int tiles = (extent + tile - 1) / tile;
+  if (tiles < 2 && inner >= kSplitInner && 2.0 * rows * cols * inner >= kParallelFlops) {
+    // A small output over a long sum (dW at hidden 64: 64 x 64 over 27,200 rows) has one tile;
+    // split the sum into kInnerParts fixed slices instead, each into its own partial in this
+    // thread's buffer (grown once, never per call), then add the partials in slice order. The
+    // slices depend on the shape only, so the bits do not depend on the thread count.
+    const int part = (inner + kInnerParts - 1) / kInnerParts;
+    const size_t plane = size_t(rows) * cols;
+    thread_local std::vector<float> partials;
+    if (partials.size() < kInnerParts * plane) partials.resize(kInnerParts * plane);
+    float* buf = partials.data();
+    hostpar::parallel_for(kInnerParts, [&](int p) {
+      const int k0 = std::min(inner, p * part), kn = std::min(part, inner - k0);
+      float* out = buf + size_t(p) * plane;
+      if (kn <= 0) {
+        std::fill(out, out + plane, 0.f);
+        return;
+      }
+      const float* a = A + (ta == CblasNoTrans ? size_t(k0) : size_t(k0) * lda);
+      const float* b = B + (tb == CblasNoTrans ? size_t(k0) * ldb : size_t(k0));
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, kn, 1.f, a, lda, b, ldb, 0.f, out, cols);
+    });
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) {
+        float acc = beta == 0.f ? 0.f : beta * C[size_t(r) * ldc + c];
+        for (int p = 0; p < kInnerParts; ++p) acc += buf[size_t(p) * plane + size_t(r) * cols + c];
+        C[size_t(r) * ldc + c] = acc;
+      }
+    return;
+  }
   const bool parallel = 2.0 * rows * cols * inner >= kParallelFlops && tiles > 1;
   auto tile_fn = [&](int t) {
     const int s0 = t * tile, n = std::min(tile, extent - s0);
