@@ -100,7 +100,10 @@ __attribute__((target("avx2"))) void gelu_grad_avx2(const float* x, float* g, fl
   gelu_grad_body<f8, i8>(x, g, dg, n);
 }
 bool have_avx2() {
-  static const bool yes = __builtin_cpu_supports("avx2");
+  static const bool yes = [] {
+    __builtin_cpu_init();  // may run before libgcc's own constructor has filled the feature bits
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
   return yes;
 }
 #endif
