@@ -17,7 +17,9 @@ using test::rel_l2;
 struct Shape {
   int M, N, K;
 };
-const Shape kShapes[] = {{37, 23, 19}, {5, 3, 70}, {64, 128, 33}, {1, 1, 1}, {130, 7, 9}};
+// {9001, 40, 37}: dW = dY^T X sums over 9001 >= 8192 rows into one small tile, the path that
+// splits the sum into fixed slices (kernels/matmul_host.cpp).
+const Shape kShapes[] = {{37, 23, 19}, {5, 3, 70}, {64, 128, 33}, {1, 1, 1}, {130, 7, 9}, {9001, 40, 37}};
 
 // Y = X W^T (+ b) in double.
 std::vector<double> naive_forward(const std::vector<float>& X, const std::vector<float>& W, const float* b, int M,
