@@ -51,7 +51,7 @@ struct ArenaLayout {
   size_t obs, actions, rewards, returns, advantages;
   // Network activations for M rows (the loss pass); the rollout reuses the first N rows.
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
-  // Backward: d_big holds dh2 then da1 in place; dh1 reuses h2 (dead after dW_out); dh0 reuses a1.
+  // Backward: d_big holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
   size_t d_big, dlogits;
   size_t games;          // the vectorised game state
   size_t adv_stats;      // mean and std of the returns (2 floats)
