@@ -142,24 +142,7 @@ int main(int argc, char** argv) {
       Case c(s, blas, st);
       for (const Op& op : c.ops) {
         // Each timed call follows an L2 flush on the same stream; the flush sits outside the events.
-        std::vector<double> ms;
-        cudaEvent_t a, b;
-        CUDA_CHECK(cudaEventCreate(&a));
-        CUDA_CHECK(cudaEventCreate(&b));
-        op.f();  // warm-up
-        for (int i = 0; i < repeats; ++i) {
-          flush(st);
-          CUDA_CHECK(cudaEventRecord(a, st));
-          op.f();
-          CUDA_CHECK(cudaEventRecord(b, st));
-          CUDA_CHECK(cudaEventSynchronize(b));
-          float t = 0;
-          CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-          ms.push_back(t);
-        }
-        CUDA_CHECK(cudaEventDestroy(a));
-        CUDA_CHECK(cudaEventDestroy(b));
-        const double sec = bench::median(ms) * 1e-3;
+        const double sec = bench::event_median_ms(st, repeats, op.f, [&] { flush(st); }) * 1e-3;
         const bool compute = op.flops > 0;
         const double rate = compute ? op.flops / sec * 1e-9 : op.bytes / sec * 1e-9;
         const double frac = rate / (compute ? gf : gbs);

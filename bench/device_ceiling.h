@@ -13,15 +13,17 @@
 
 namespace grpo::bench {
 
-// Median milliseconds of `repeats` event-timed runs of f on `stream` after one warm-up.
-template <class F>
-double event_median_ms(cudaStream_t stream, int repeats, F&& f) {
+// Median milliseconds of `repeats` event-timed runs of f on `stream` after one warm-up; before()
+// runs ahead of each timed call, outside the events (e.g. an L2 flush).
+template <class F, class Before>
+double event_median_ms(cudaStream_t stream, int repeats, F&& f, Before&& before) {
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
   f();
   std::vector<double> ms;
   for (int i = 0; i < repeats; ++i) {
+    before();
     CUDA_CHECK(cudaEventRecord(a, stream));
     f();
     CUDA_CHECK(cudaEventRecord(b, stream));
@@ -33,6 +35,10 @@ double event_median_ms(cudaStream_t stream, int repeats, F&& f) {
   CUDA_CHECK(cudaEventDestroy(a));
   CUDA_CHECK(cudaEventDestroy(b));
   return median(ms);
+}
+template <class F>
+double event_median_ms(cudaStream_t stream, int repeats, F&& f) {
+  return event_median_ms(stream, repeats, f, [] {});
 }
 
 // Evicts L2 between timed calls: a write over a buffer larger than any current L2 (H100: 50 MB).
