@@ -9,6 +9,7 @@
 #define GRPO_HOST_X86 1
 #endif
 
+#include "kernels/cpu_features.h"
 #include "kernels/dropout.h"
 #include "kernels/dropout_fast_host.h"
 
@@ -84,13 +85,6 @@ void row_scales_avx2(const DropoutSpec& spec, uint32_t epoch, uint32_t row, int 
 }
 #pragma GCC pop_options
 
-bool have_avx2() {
-  static const bool yes = [] {
-    __builtin_cpu_init();  // may run before libgcc's own constructor has filled the feature bits
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return yes;
-}
 #endif
 
 }  // namespace
@@ -102,7 +96,7 @@ void dropout_row_scales_host(const DropoutSpec& spec, uint32_t epoch, uint32_t r
     return;
   }
 #if defined(GRPO_HOST_X86)
-  if (have_avx2()) return row_scales_avx2(spec, epoch, row, c0, n, keep);
+  if (cpu_has_avx2()) return row_scales_avx2(spec, epoch, row, c0, n, keep);
 #endif
   for (int j = 0; j < n; j += 4)
     scales_from_bits(dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, row, uint32_t((c0 + j) / 4)),

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu_features.h"
 #include "kernels/gelu.h"
 #include "kernels/gelu_fast_host.h"
 
@@ -99,27 +100,20 @@ __attribute__((target("avx2"))) void gelu_avx2(const float* x, float* g, int n) 
 __attribute__((target("avx2"))) void gelu_grad_avx2(const float* x, float* g, float* dg, int n) {
   gelu_grad_body<f8, i8>(x, g, dg, n);
 }
-bool have_avx2() {
-  static const bool yes = [] {
-    __builtin_cpu_init();  // may run before libgcc's own constructor has filled the feature bits
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
-  return yes;
-}
 #endif
 
 }  // namespace
 
 void gelu_n(const float* x, float* g, int n) {
 #ifdef GRPO_GELU_AVX2
-  if (have_avx2()) return gelu_avx2(x, g, n);
+  if (cpu_has_avx2()) return gelu_avx2(x, g, n);
 #endif
   gelu_body<f4, i4>(x, g, n);
 }
 
 void gelu_and_grad_n(const float* x, float* g, float* dg, int n) {
 #ifdef GRPO_GELU_AVX2
-  if (have_avx2()) return gelu_grad_avx2(x, g, dg, n);
+  if (cpu_has_avx2()) return gelu_grad_avx2(x, g, dg, n);
 #endif
   gelu_grad_body<f4, i4>(x, g, dg, n);
 }
