@@ -33,4 +33,22 @@ __device__ __forceinline__ void store4(float* p, unsigned n, bool vec, const flo
     if (k < n) p[k] = v[k];
 }
 
+// The group of four columns of an [M, N] row-major tensor that this thread covers in a launch
+// of one thread per group (ceil(N/4) groups per row). False for the threads past the end.
+struct ColumnGroup {
+  uint32_t row, g;  // row, and group index (columns 4g .. 4g+n-1)
+  unsigned n;       // valid columns in the group: 4, or fewer at a ragged row end
+  size_t off;       // element offset of the group's first column
+};
+__device__ __forceinline__ bool column_group(int M, int N, ColumnGroup& c) {
+  const unsigned groups = (unsigned(N) + 3) / 4;
+  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= size_t(M) * groups) return false;
+  c.row = uint32_t(t / groups);
+  c.g = uint32_t(t % groups);
+  c.n = min(4u, unsigned(N) - 4 * c.g);
+  c.off = size_t(c.row) * N + 4 * c.g;
+  return true;
+}
+
 }  // namespace grpo

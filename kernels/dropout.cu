@@ -9,20 +9,16 @@ namespace grpo {
 
 // One thread per group of 4 columns of a row: one Philox call, one float4 in and out.
 __global__ void dropout_apply_kernel(const float* x, float* y, int M, int N, DropoutSpec spec, bool vec) {
-  const unsigned groups = (unsigned(N) + 3) / 4;
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= size_t(M) * groups) return;
-  const uint32_t row = uint32_t(t / groups), g = uint32_t(t % groups);
-  const unsigned n = std::min(4u, unsigned(N) - 4 * g);
+  ColumnGroup c;
+  if (!column_group(M, N, c)) return;
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
-  const unsigned keep = dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, row, g);
+  const unsigned keep = dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, c.row, c.g);
   const float scale = dropout_scale(spec.p);
-  const size_t off = size_t(row) * N + 4 * g;
   float v[4];
-  load4(x + off, n, vec, v);
+  load4(x + c.off, c.n, vec, v);
 #pragma unroll
   for (unsigned k = 0; k < 4; ++k) v[k] = (keep >> k & 1u) ? v[k] * scale : 0.f;
-  store4(y + off, n, vec, v);
+  store4(y + c.off, c.n, vec, v);
 }
 
 // Moves 8*M*N bytes (x in, y out) plus 4 for the epoch.

@@ -11,21 +11,17 @@ namespace grpo {
 // One thread per group of 4 columns of a row: one Philox call serves the whole float4.
 __global__ void bias_gelu_dropout_forward_kernel(const float* __restrict__ a, const float* __restrict__ bias,
                                                  float* __restrict__ out, int M, int N, DropoutSpec spec, bool vec) {
-  const unsigned groups = (unsigned(N) + 3) / 4;
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= size_t(M) * groups) return;
-  const uint32_t row = uint32_t(t / groups), g = uint32_t(t % groups);
-  const unsigned n = std::min(4u, unsigned(N) - 4 * g);
+  ColumnGroup c;
+  if (!column_group(M, N, c)) return;
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
-  const unsigned keep = dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, row, g);
+  const unsigned keep = dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, c.row, c.g);
   const float scale = dropout_scale(spec.p);
-  const size_t off = size_t(row) * N + 4 * g;
   float v[4], b[4];
-  load4(a + off, n, vec, v);
-  load4(bias + 4 * g, n, vec, b);
+  load4(a + c.off, c.n, vec, v);
+  load4(bias + 4 * c.g, c.n, vec, b);
 #pragma unroll
   for (unsigned k = 0; k < 4; ++k) v[k] = (keep >> k & 1u) ? gelu(v[k] + b[k]) * scale : 0.f;
-  store4(out + off, n, vec, v);
+  store4(out + c.off, c.n, vec, v);
 }
 
 // Reads dout, a, bias for 4 columns of one row, writes da and adds it to the column sums.

@@ -44,17 +44,14 @@ void Blas::bind(cudaStream_t stream) {
 
 // Y[row, col] += bias[col]; one thread per group of 4 columns of a row (float4 when N % 4 == 0).
 __global__ void bias_add_kernel(float* __restrict__ Y, const float* __restrict__ bias, int M, int N, bool vec) {
-  const unsigned groups = (unsigned(N) + 3) / 4;
-  const size_t t = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= size_t(M) * groups) return;
-  const size_t row = t / groups;
-  const unsigned g = unsigned(t % groups), n = std::min(4u, unsigned(N) - 4 * g);
+  ColumnGroup c;
+  if (!column_group(M, N, c)) return;
   float y[4], b[4];
-  load4(Y + row * N + 4 * g, n, vec, y);
-  load4(bias + 4 * g, n, vec, b);
+  load4(Y + c.off, c.n, vec, y);
+  load4(bias + 4 * c.g, c.n, vec, b);
 #pragma unroll
   for (unsigned k = 0; k < 4; ++k) y[k] += b[k];
-  store4(Y + row * N + 4 * g, n, vec, y);
+  store4(Y + c.off, c.n, vec, y);
 }
 
 // GEMM: reads 4*(M*K + N*K) bytes, writes 4*M*N; the bias add reads and writes Y once more
