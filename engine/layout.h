@@ -49,7 +49,8 @@ struct ParamViews {
 struct ArenaLayout {
   // Rollout record, one row per (t, game), t-major: row = t * N + game.
   size_t obs, actions, rewards, returns, advantages;
-  // Network activations for M rows (the loss pass); the rollout reuses the first N rows.
+  // Network activations for M rows: rollout step t fills rows t*N.. (h0, h1, a1, LN statistics),
+  // the loss pass reuses them and overwrites h2 and the logits with its fresh dropout mask.
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
   // Backward: d_big holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
   size_t d_big, dlogits;

@@ -2,13 +2,23 @@
 
 namespace grpo {
 
-void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
-                    const PolicyActs& a, const DropoutSpec& drop) {
+void policy_trunk_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                          const PolicyActs& a) {
   ops.linear_forward(X, p.fc_in_w, nullptr, a.h0, rows, hidden, obs_dim);
   ops.layernorm_residual_forward(a.h0, p.ln_gamma, p.ln_beta, a.h1, a.ln_mean, a.ln_rstd, rows, hidden);
   ops.linear_forward(a.h1, p.fc1_w, nullptr, a.a1, rows, hidden, hidden);
+}
+
+void policy_head_forward(Ops& ops, const ParamViews& p, int rows, int hidden, const PolicyActs& a,
+                         const DropoutSpec& drop) {
   ops.bias_gelu_dropout_forward(a.a1, p.fc1_b, a.h2, rows, hidden, drop);
   ops.linear_forward(a.h2, p.fc_out_w, p.fc_out_b, a.logits, rows, kActions, hidden);
+}
+
+void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                    const PolicyActs& a, const DropoutSpec& drop) {
+  policy_trunk_forward(ops, p, X, rows, obs_dim, hidden, a);
+  policy_head_forward(ops, p, rows, hidden, a, drop);
 }
 
 void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits,

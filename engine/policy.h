@@ -11,10 +11,23 @@ namespace grpo {
 // Activations of `rows` rows, each [rows, hidden] except logits [rows, 3] and mean/rstd [rows].
 struct PolicyActs {
   float *h0, *h1, *a1, *h2, *logits, *ln_mean, *ln_rstd;
+  // The same views moved down `first` rows (hidden floats per row, kActions per logits row).
+  PolicyActs rows_from(size_t first, int hidden) const {
+    const size_t r = first * size_t(hidden);
+    return {h0 + r, h1 + r, a1 + r, h2 + r, logits + first * kActions, ln_mean + first, ln_rstd + first};
+  }
 };
 
 void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
                     const PolicyActs& a, const DropoutSpec& drop);
+
+// policy_forward in two halves split at the dropout, the only random op: the trunk (h0, h1,
+// a1 and the LayerNorm statistics) is a deterministic function of X and the parameters; the
+// head draws the mask and writes h2 and the logits from a1.
+void policy_trunk_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                          const PolicyActs& a);
+void policy_head_forward(Ops& ops, const ParamViews& p, int rows, int hidden, const PolicyActs& a,
+                         const DropoutSpec& drop);
 
 // Gradients of every parameter into g (overwritten, never accumulated) from dlogits = dL/dz.
 // Needs the forward's activations and mask (same DropoutSpec). Reuses memory, so it clobbers

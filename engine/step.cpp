@@ -44,9 +44,10 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   for (int t = 0; t < T; ++t) {
     const float* obs_t = b.obs + size_t(t) * N * D;
     const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutRollout, epoch, uint32_t(t)};
-    policy_forward(ops, b.p, obs_t, N, D, H, b.acts, drop);
+    const PolicyActs acts_t = b.acts.rows_from(size_t(t) * N, H);  // kept for the loss pass
+    policy_forward(ops, b.p, obs_t, N, D, H, acts_t, drop);
     int32_t* act_t = b.actions + size_t(t) * N;
-    ops.sample_actions(b.acts.logits, N, c.seed, epoch, uint32_t(t), act_t);
+    ops.sample_actions(acts_t.logits, N, c.seed, epoch, uint32_t(t), act_t);
     float* obs_next = t + 1 < T ? b.obs + size_t(t + 1) * N * D : nullptr;
     ops.games_step(b.games, act_t, c.seed, epoch, uint32_t(t), b.rewards + size_t(t) * N, obs_next);
   }
@@ -58,10 +59,15 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   ops.normalize_advantages(b.returns, b.advantages, M, b.scratch, b.adv_stats);
   ops.range_pop();
 
-  // 5-6. Loss pass on all samples with a fresh dropout mask, then backward.
+  // 5-6. Loss pass on all samples with a fresh dropout mask, then backward. The spec recomputes
+  // the policy on every o_t, but the parameters have not changed since the rollout and the
+  // dropout is the only random op: the trunk up to a1 (fc_in, LayerNorm, fc1: three quarters
+  // of the forward's FLOPs) would come out as the rollout left it in rows t*N.., so only the
+  // head runs again, with the fresh mask. (Same function; the bits of a1 may differ from a
+  // recompute by the GEMM's blocking for 136 rows vs M rows, well inside the tolerances.)
   ops.range_push("loss+backward");
   const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutLoss, epoch, 0};
-  policy_forward(ops, b.p, b.obs, M, D, H, b.acts, drop);
+  policy_head_forward(ops, b.p, M, H, b.acts, drop);
   ops.policy_loss(b.acts.logits, b.actions, b.advantages, M, c.entropy_coef, b.dlogits, &b.scalars->loss, nullptr,
                   b.scratch);
   policy_backward(ops, b.p, b.g, b.obs, b.dlogits, M, D, H, b.acts, drop, b.d_big, b.scratch);

@@ -18,7 +18,7 @@ struct StepBuffers {
   float* obs;       // [T*N, D], row t*N + game
   int32_t* actions;
   float *rewards, *returns, *advantages, *adv_stats;
-  PolicyActs acts;  // [M, hidden]; the rollout uses the first N rows
+  PolicyActs acts;  // [M, hidden]; rollout step t writes rows t*N.., which the loss pass reuses
   float *d_big, *dlogits, *scratch;
   GamesView games;
   TrainScalars* scalars;
