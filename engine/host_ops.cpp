@@ -58,6 +58,7 @@ void HostOps::policy_loss(const float* logits, const int32_t* actions, const flo
                           float* dlogits, float* loss_out, float* entropy_out, float* scratch) {
   policy_loss_host(logits, actions, adv, M, entropy_coef, dlogits, loss_out, entropy_out, scratch);
 }
+void HostOps::policy_head_loss(const HeadLoss& h) { policy_head_loss_host(h, head_scratch_); }
 void HostOps::discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) {
   discounted_returns_host(rewards, returns, T, N, gamma);
 }

@@ -1,5 +1,6 @@
 // Ops on the CPU: every op is its host twin (the reference the kernels are tested against).
 #pragma once
+#include "engine/host_head_loss.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
 
@@ -30,6 +31,8 @@ class HostOps final : public Ops {
                       int32_t* actions) override;
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
+  // Fused: one pass over the rows instead of seven ops (engine/host_head_loss.h).
+  void policy_head_loss(const HeadLoss& h) override;
   void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) override;
   void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
                             float* stats_out) override;
@@ -45,6 +48,7 @@ class HostOps final : public Ops {
  private:
   GameConfig game_;
   int replicas_;
+  HeadLossScratch head_scratch_;
 };
 
 }  // namespace grpo

@@ -50,6 +50,24 @@ class Ops {
                            float entropy_coef, float* dlogits, float* loss_out, float* entropy_out,
                            float* scratch) = 0;
 
+  // The loss pass's head as one op, so that an executor may fuse it (spec steps 5-6 above the
+  // trunk): h2 = dropout(gelu(a1 + b1)) with mask `drop`, logits = h2 W_out^T + b_out, the loss
+  // and dlogits of policy_loss, then the head's backward: g_w_out, g_b_out, g_b1 (overwritten)
+  // and da1 = dL/da1. h2 and dh2 are [M, H] work arrays; da1 may alias h2. The default (ops.cpp)
+  // runs the seven ops above in turn; HostOps fuses them into one pass over the rows.
+  struct HeadLoss {
+    const float *a1, *b1, *w_out, *b_out;  // [M, H] pre-bias fc1 output; fc1.bias; fc_out
+    const int32_t* actions;                // [M]
+    const float* adv;                      // [M]
+    int M, H;
+    float entropy_coef;
+    DropoutSpec drop;
+    float *logits, *dlogits;  // [M, 3] each, written
+    float *h2, *dh2, *da1;    // [M, H]
+    float *g_b1, *g_w_out, *g_b_out, *loss, *scratch;
+  };
+  virtual void policy_head_loss(const HeadLoss& h);
+
   // Returns and advantages (kernels/returns.h).
   virtual void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) = 0;
   virtual void normalize_advantages(const float* returns, float* adv, int count, float* scratch,

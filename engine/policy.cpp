@@ -25,16 +25,21 @@ void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const f
                      int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* d_big,
                      float* scratch) {
   // Buffers are recycled as soon as they die, so the loss pass needs five [rows, hidden] arrays:
-  // dh2 -> d_big; da1 -> h2 (dead after dW_out); dh1 -> a1 (dead after the GELU backward);
-  // dh0 -> d_big (dh2 is dead by then). No op ever reads and writes the same buffer.
+  // dh2 -> d_big; da1 -> h2 (dead after dW_out); then policy_trunk_backward's reuse.
   float* dh2 = d_big;
   float* da1 = a.h2;
-  float* dh1 = a.a1;
-  float* dh0 = d_big;
   ops.linear_backward_weight(dlogits, a.h2, g.fc_out_w, rows, kActions, hidden, false);
   ops.bias_grad(dlogits, g.fc_out_b, rows, kActions, scratch);
   ops.linear_backward_input(dlogits, p.fc_out_w, dh2, rows, kActions, hidden);
   ops.bias_gelu_dropout_backward(dh2, a.a1, p.fc1_b, da1, g.fc1_b, rows, hidden, drop, scratch);
+  policy_trunk_backward(ops, p, g, X, da1, rows, obs_dim, hidden, a, d_big, scratch);
+}
+
+void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* da1,
+                           int rows, int obs_dim, int hidden, const PolicyActs& a, float* d_big, float* scratch) {
+  // dh1 -> a1 (dead once da1 exists); dh0 -> d_big. No op ever reads and writes the same buffer.
+  float* dh1 = a.a1;
+  float* dh0 = d_big;
   ops.linear_backward_weight(da1, a.h1, g.fc1_w, rows, hidden, hidden, false);
   ops.linear_backward_input(da1, p.fc1_w, dh1, rows, hidden, hidden);
   ops.layernorm_residual_backward(dh1, a.h0, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta, rows,

@@ -36,4 +36,9 @@ void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const f
                      int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* d_big,
                      float* scratch);
 
+// The backward below a1: from da1 = dL/da1 (bias included) to the gradients of fc1.weight,
+// layer_norm and fc_in (overwritten). Clobbers a.a1 and d_big; da1 must be neither.
+void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* da1,
+                           int rows, int obs_dim, int hidden, const PolicyActs& a, float* d_big, float* scratch);
+
 }  // namespace grpo

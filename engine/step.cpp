@@ -67,10 +67,29 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   // recompute by the GEMM's blocking for 136 rows vs M rows, well inside the tolerances.)
   ops.range_push("loss+backward");
   const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutLoss, epoch, 0};
-  policy_head_forward(ops, b.p, M, H, b.acts, drop);
-  ops.policy_loss(b.acts.logits, b.actions, b.advantages, M, c.entropy_coef, b.dlogits, &b.scalars->loss, nullptr,
-                  b.scratch);
-  policy_backward(ops, b.p, b.g, b.obs, b.dlogits, M, D, H, b.acts, drop, b.d_big, b.scratch);
+  Ops::HeadLoss head{};
+  head.a1 = b.acts.a1;
+  head.b1 = b.p.fc1_b;
+  head.w_out = b.p.fc_out_w;
+  head.b_out = b.p.fc_out_b;
+  head.actions = b.actions;
+  head.adv = b.advantages;
+  head.M = M;
+  head.H = H;
+  head.entropy_coef = c.entropy_coef;
+  head.drop = drop;
+  head.logits = b.acts.logits;
+  head.dlogits = b.dlogits;
+  head.h2 = b.acts.h2;
+  head.dh2 = b.d_big;
+  head.da1 = b.acts.h2;  // h2 is dead once the head's backward has dW_out
+  head.g_b1 = b.g.fc1_b;
+  head.g_w_out = b.g.fc_out_w;
+  head.g_b_out = b.g.fc_out_b;
+  head.loss = &b.scalars->loss;
+  head.scratch = b.scratch;
+  ops.policy_head_loss(head);
+  policy_trunk_backward(ops, b.p, b.g, b.obs, head.da1, M, D, H, b.acts, b.d_big, b.scratch);
   ops.range_pop();
 
   // 6-8. Clip by the global norm, AdamW, metrics, then the schedule and counters move on.

@@ -5,7 +5,12 @@
 #include <cstddef>
 
 #if defined(__x86_64__) || defined(__i386__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), which -Wuninitialized reports
+// inside the header when they are inlined into a target("avx512f") function (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #define GRPO_HOST_X86 1
 #endif
 
@@ -85,6 +90,61 @@ void row_scales_avx2(const DropoutSpec& spec, uint32_t epoch, uint32_t row, int 
 }
 #pragma GCC pop_options
 
+#pragma GCC push_options
+#pragma GCC target("avx512f,bmi2")
+// philox8 sixteen groups wide: the same rounds on 512-bit vectors; a kept column is a mask bit.
+inline void mul_hilo16(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
+  const __m512i ev = _mm512_mul_epu32(a, m);                         // even lanes
+  const __m512i od = _mm512_mul_epu32(_mm512_srli_epi64(a, 32), m);  // odd lanes
+  lo = _mm512_mask_blend_epi32(0xAAAA, ev, _mm512_slli_epi64(od, 32));
+  hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(ev, 32), od);
+}
+
+// Bit 4g + k of the result: word k of group g0 + g is kept (g < 16), i.e. bit c = column c.
+inline uint64_t philox16_keep_bits(uint64_t seed, uint32_t step, uint32_t row, uint32_t hi_sub, uint32_t g0,
+                                   __m512i thr) {
+  __m512i c0 = _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                _mm512_set1_epi32(int(g0)));
+  __m512i c1 = _mm512_set1_epi32(int(step)), c2 = _mm512_set1_epi32(int(row)), c3 = _mm512_set1_epi32(int(hi_sub));
+  const __m512i m0 = _mm512_set1_epi32(int(0xD2511F53u)), m1 = _mm512_set1_epi32(int(0xCD9E8D57u));
+  uint32_t k0 = uint32_t(seed), k1 = uint32_t(seed >> 32);
+#pragma GCC unroll 10
+  for (int round = 0; round < 10; ++round) {
+    __m512i h0, l0, h1, l1;
+    mul_hilo16(c0, m0, h0, l0);
+    mul_hilo16(c2, m1, h1, l1);
+    c0 = _mm512_xor_si512(_mm512_xor_si512(h1, c1), _mm512_set1_epi32(int(k0)));
+    c2 = _mm512_xor_si512(_mm512_xor_si512(h0, c3), _mm512_set1_epi32(int(k1)));
+    c1 = l1;
+    c3 = l0;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  const __m512i c[4] = {c0, c1, c2, c3};
+  uint64_t bits = 0;
+  for (int k = 0; k < 4; ++k) {  // keep <=> (bits >> 8) >= thr, spread to every fourth bit from k
+    const unsigned m = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c[k], 8), thr);
+    bits |= _pdep_u64(m, 0x1111111111111111ull << k);
+  }
+  return bits;
+}
+
+void row_scales_avx512(const DropoutSpec& spec, uint32_t epoch, uint32_t row, int c0, int n, float* keep) {
+  const float scale = dropout_scale(spec.p);
+  const uint32_t hi_sub = uint32_t(rng_subsequence(spec.purpose, epoch, row) >> 32);
+  const __m512i thr = _mm512_set1_epi32(int(uint32_t(std::ceil(double(spec.p) * 16777216.0))));
+  const __m512 sc = _mm512_set1_ps(scale);
+  int j = 0;
+  for (; j + 64 <= n; j += 64) {
+    const uint64_t bits = philox16_keep_bits(spec.seed, spec.step, row, hi_sub, uint32_t((c0 + j) / 4), thr);
+    for (int q = 0; q < 4; ++q) _mm512_storeu_ps(keep + j + 16 * q, _mm512_maskz_mov_ps(__mmask16(bits >> 16 * q), sc));
+  }
+  for (; j < n; j += 4)
+    scales_from_bits(dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, row, uint32_t((c0 + j) / 4)),
+                     scale, keep + j, std::min(4, n - j));
+}
+#pragma GCC pop_options
+
 #endif
 
 }  // namespace
@@ -96,6 +156,7 @@ void dropout_row_scales_host(const DropoutSpec& spec, uint32_t epoch, uint32_t r
     return;
   }
 #if defined(GRPO_HOST_X86)
+  if (cpu_has_avx512()) return row_scales_avx512(spec, epoch, row, c0, n, keep);
   if (cpu_has_avx2()) return row_scales_avx2(spec, epoch, row, c0, n, keep);
 #endif
   for (int j = 0; j < n; j += 4)

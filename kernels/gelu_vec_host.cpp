@@ -93,6 +93,8 @@ typedef float f4 __attribute__((vector_size(16)));
 typedef int32_t i4 __attribute__((vector_size(16)));
 typedef float f8 __attribute__((vector_size(32)));
 typedef int32_t i8 __attribute__((vector_size(32)));
+typedef float f16 __attribute__((vector_size(64)));
+typedef int32_t i16 __attribute__((vector_size(64)));
 
 #if defined(__x86_64__) || defined(__i386__)
 #define GRPO_GELU_AVX2 1
@@ -100,12 +102,17 @@ __attribute__((target("avx2"))) void gelu_avx2(const float* x, float* g, int n) 
 __attribute__((target("avx2"))) void gelu_grad_avx2(const float* x, float* g, float* dg, int n) {
   gelu_grad_body<f8, i8>(x, g, dg, n);
 }
+__attribute__((target("avx512f"))) void gelu_avx512(const float* x, float* g, int n) { gelu_body<f16, i16>(x, g, n); }
+__attribute__((target("avx512f"))) void gelu_grad_avx512(const float* x, float* g, float* dg, int n) {
+  gelu_grad_body<f16, i16>(x, g, dg, n);
+}
 #endif
 
 }  // namespace
 
 void gelu_n(const float* x, float* g, int n) {
 #ifdef GRPO_GELU_AVX2
+  if (cpu_has_avx512()) return gelu_avx512(x, g, n);
   if (cpu_has_avx2()) return gelu_avx2(x, g, n);
 #endif
   gelu_body<f4, i4>(x, g, n);
@@ -113,6 +120,7 @@ void gelu_n(const float* x, float* g, int n) {
 
 void gelu_and_grad_n(const float* x, float* g, float* dg, int n) {
 #ifdef GRPO_GELU_AVX2
+  if (cpu_has_avx512()) return gelu_grad_avx512(x, g, dg, n);
   if (cpu_has_avx2()) return gelu_grad_avx2(x, g, dg, n);
 #endif
   gelu_grad_body<f4, i4>(x, g, dg, n);

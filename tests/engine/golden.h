@@ -113,6 +113,46 @@ inline void run_golden(Ops& ops, const Memory& mem) {
     EXPECT_LE(rel_l2(mine, r), 1e-5) << "gradient of " << t.name;
   }
 
+  // The loss pass as training_step runs it: the trunk's activations kept, then the head, the
+  // loss and the head's backward as one op (HostOps fuses it), then the trunk's backward.
+  {
+    float* grads_step = put(grads0);
+    const ParamViews gs = ParamViews::over(grads_step, l);
+    float* loss_step = put(poisoned(1));
+    float* logits_step = put(poisoned(M * kActions));
+    policy_trunk_forward(ops, p, X, M, D, H, a);
+    Ops::HeadLoss h{};
+    h.a1 = a.a1;
+    h.b1 = p.fc1_b;
+    h.w_out = p.fc_out_w;
+    h.b_out = p.fc_out_b;
+    h.actions = act;
+    h.adv = A;
+    h.M = M;
+    h.H = H;
+    h.entropy_coef = entropy_coef;
+    h.drop = no_dropout;
+    h.logits = logits_step;
+    h.dlogits = dlogits;
+    h.h2 = a.h2;
+    h.dh2 = d_big;
+    h.da1 = a.h2;
+    h.g_b1 = gs.fc1_b;
+    h.g_w_out = gs.fc_out_w;
+    h.g_b_out = gs.fc_out_b;
+    h.loss = loss_step;
+    h.scratch = scratch;
+    ops.policy_head_loss(h);
+    expect_close(logits_step, g["forward"]["logits"], M * kActions, "logits (policy_head_loss)");
+    EXPECT_NEAR(get(loss_step, 1)[0], want_loss, 1e-5 * std::fabs(want_loss)) << "loss (policy_head_loss)";
+    policy_trunk_backward(ops, p, gs, X, h.da1, M, D, H, a, d_big, scratch);
+    const std::vector<float> step_grads = get(grads_step, l.total);
+    for (const ParamTensor& t : l.tensors) {
+      const std::vector<float> mine(step_grads.begin() + t.offset, step_grads.begin() + t.offset + t.size());
+      EXPECT_LE(rel_l2(mine, flat(g["grads"][t.name])), 1e-5) << "gradient of " << t.name << " (step's loss pass)";
+    }
+  }
+
   // The optimiser on top: global norm, clip factor, one AdamW step from zero moments.
   TrainScalars s = train_scalars_start(float(g["config"]["lr"]));
   auto* sd = static_cast<TrainScalars*>(mem.alloc(sizeof s));
