@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
         {"linear_backward_input fc1", fmm, act * 2 + 4.0 * s.H * s.H, [&] { linear_backward_input_host(x.data(), w.data(), y.data(), s.M, s.H, s.H); }},
         {"linear_forward head (3 outputs)", 2.0 * MH * 3, act + 12.0 * s.M, [&] { linear_forward_host(x.data(), w.data(), b.data(), y.data(), s.M, 3, s.H); }},
         {"linear_backward_weight fc1", fmm, act * 2 + 4.0 * s.H * s.H, [&] { linear_backward_weight_host(x.data(), z.data(), dw.data(), s.M, s.H, s.H, false); }},
+        {"linear_backward_weight fc_in", 2.0 * MH * D, 4.0 * (s.M * D + MH), [&] { linear_backward_weight_host(x.data(), obs.data(), dw.data(), s.M, s.H, D, false); }},
         {"layernorm_residual_forward", 0, act * 2, [&] { layernorm_residual_forward_host(x.data(), b.data(), b.data(), y.data(), mean.data(), rstd.data(), s.M, s.H); }},
         {"layernorm_residual_backward", 0, act * 3, [&] { layernorm_residual_backward_host(z.data(), x.data(), b.data(), mean.data(), rstd.data(), y.data(), dg.data(), db.data(), s.M, s.H, scratch.data()); }},
         {"bias_gelu_dropout_forward", 0, act * 2, [&] { bias_gelu_dropout_forward_host(x.data(), b.data(), y.data(), s.M, s.H, drop); }},

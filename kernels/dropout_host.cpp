@@ -9,6 +9,7 @@
 // inside the header when they are inlined into a target("avx512f") function (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 #define GRPO_HOST_X86 1

@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "kernels/matmul.h"
+#include "kernels/matmul_avx512_host.h"
 #include "kernels/parallel_fast_host.h"
 
 namespace grpo {
@@ -103,6 +104,8 @@ void check_linear_shape(int M, int N, int K, const char* op) {
 void linear_forward_host(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K) {
   check_linear_shape(M, N, K, "linear_forward_host");
   if (M == 0) return;
+  if (avx512mm::forward_few_outputs(X, W, bias, Y, M, N, K)) return;
+  if (avx512mm::forward_few_inputs(X, W, bias, Y, M, N, K)) return;
   if (N < 16) {
     // The 3-wide policy head: sgemm's packing costs more than these dot products.
     const double parallel_rows = kParallelFlops / (double(N) * K);  // rows below which one thread does it all
@@ -138,6 +141,7 @@ void linear_backward_weight_host(const float* dY, const float* X, float* dW, int
     if (!accumulate) std::fill(dW, dW + size_t(N) * K, 0.f);
     return;
   }
+  if (avx512mm::weight_grad_few_inputs(dY, X, dW, M, N, K, accumulate)) return;
   // dW's rows are dY's columns: row r of op(A) = dY^T starts at dY + r.
   gemm_tiles(CblasTrans, CblasNoTrans, N, K, M, dY, N, 1, X, K, 1, accumulate ? 1.f : 0.f, dW, K);
 }
