@@ -40,7 +40,8 @@ int main(int argc, char** argv) {
     const auto x = bench::filled(MH, 1), w = bench::filled(size_t(s.H) * s.H, 2), b = bench::filled(s.H, 3),
                obs = bench::filled(size_t(s.M) * D, 4), win = bench::filled(size_t(s.H) * D, 5);
     std::vector<float> y(MH), z(MH), mean(s.M), rstd(s.M), dw(size_t(s.H) * s.H), db(s.H), dg(s.H),
-        scratch(2 * layernorm_residual_backward_scratch_floats(s.M, s.H));
+        scratch(2 * layernorm_residual_backward_scratch_floats(s.M, s.H)),
+        lnin(layernorm_input_backward_partial_floats(s.M, s.H, D));
     const DropoutSpec drop{0.1f, 42, Purpose::DropoutLoss, &epoch, 0};
     const double fmm = 2.0 * MH * s.H, act = 4.0 * MH;
     struct Op {
@@ -57,6 +58,7 @@ int main(int argc, char** argv) {
         {"linear_backward_weight fc_in", 2.0 * MH * D, 4.0 * (s.M * D + MH), [&] { linear_backward_weight_host(x.data(), obs.data(), dw.data(), s.M, s.H, D, false); }},
         {"layernorm_residual_forward", 0, act * 2, [&] { layernorm_residual_forward_host(x.data(), b.data(), b.data(), y.data(), mean.data(), rstd.data(), s.M, s.H); }},
         {"layernorm_residual_backward", 0, act * 3, [&] { layernorm_residual_backward_host(z.data(), x.data(), b.data(), mean.data(), rstd.data(), y.data(), dg.data(), db.data(), s.M, s.H, scratch.data()); }},
+        {"layernorm_input_backward (+fc_in dW)", 2.0 * MH * D, act * 2 + 4.0 * s.M * D, [&] { layernorm_input_backward_host(z.data(), x.data(), obs.data(), b.data(), mean.data(), rstd.data(), dg.data(), db.data(), dw.data(), s.M, s.H, D, lnin.data()); }},
         {"bias_gelu_dropout_forward", 0, act * 2, [&] { bias_gelu_dropout_forward_host(x.data(), b.data(), y.data(), s.M, s.H, drop); }},
         {"bias_gelu_dropout_backward", 0, act * 3, [&] { bias_gelu_dropout_backward_host(z.data(), x.data(), b.data(), y.data(), db.data(), s.M, s.H, drop, scratch.data()); }},
     };

@@ -55,6 +55,11 @@ class TimedOps final : public Ops {
                                    float* dh0, float* dg, float* db, int M, int N, float* s) override {
     GRPO_TIMED("layernorm_backward", in_.layernorm_residual_backward(dh1, h0, g, m, r, dh0, dg, db, M, N, s));
   }
+  void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* g, const float* m,
+                                const float* r, float* dh0, float* dg, float* db, float* dw, int M, int N, int D,
+                                float* s) override {
+    GRPO_TIMED("layernorm_input_backward", in_.layernorm_input_backward(dh1, h0, X, g, m, r, dh0, dg, db, dw, M, N, D, s));
+  }
   void bias_gelu_dropout_forward(const float* a, const float* b, float* out, int M, int N,
                                  const DropoutSpec& d) override {
     GRPO_TIMED("gelu_dropout_forward", in_.bias_gelu_dropout_forward(a, b, out, M, N, d));

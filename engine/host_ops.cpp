@@ -42,6 +42,14 @@ void HostOps::layernorm_residual_backward(const float* dh1, const float* h0, con
                                           float* scratch) {
   layernorm_residual_backward_host(dh1, h0, gamma, mean, rstd, dh0, dgamma, dbeta, M, N, scratch);
 }
+void HostOps::layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                       const float* mean, const float* rstd, float* /*dh0*/, float* dgamma,
+                                       float* dbeta, float* dW_in, int M, int N, int D, float* /*scratch*/) {
+  const size_t need = layernorm_input_backward_partial_floats(M, N, D);
+  if (ln_input_partial_.size() < need) ln_input_partial_.resize(need);
+  layernorm_input_backward_host(dh1, h0, X, gamma, mean, rstd, dgamma, dbeta, dW_in, M, N, D,
+                                ln_input_partial_.data());
+}
 void HostOps::bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                         const DropoutSpec& d) {
   bias_gelu_dropout_forward_host(a, bias, out, M, N, d);

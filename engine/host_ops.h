@@ -1,5 +1,7 @@
 // Ops on the CPU: every op is its host twin (the reference the kernels are tested against).
 #pragma once
+#include <vector>
+
 #include "engine/host_head_loss.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
@@ -23,6 +25,10 @@ class HostOps final : public Ops {
   void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
                                    const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
                                    float* scratch) override;
+  // Fused: dh0 never written (kernels/layernorm.h, layernorm_input_backward_host).
+  void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                const float* mean, const float* rstd, float* dh0, float* dgamma, float* dbeta,
+                                float* dW_in, int M, int N, int D, float* scratch) override;
   void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
@@ -49,6 +55,7 @@ class HostOps final : public Ops {
   GameConfig game_;
   int replicas_;
   HeadLossScratch head_scratch_;
+  std::vector<float> ln_input_partial_;  // grown on first use, then reused
 };
 
 }  // namespace grpo

@@ -15,4 +15,11 @@ void Ops::policy_head_loss(const HeadLoss& h) {
   bias_gelu_dropout_backward(h.dh2, h.a1, h.b1, h.da1, h.g_b1, h.M, h.H, h.drop, h.scratch);
 }
 
+void Ops::layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                   const float* mean, const float* rstd, float* dh0, float* dgamma, float* dbeta,
+                                   float* dW_in, int M, int N, int D, float* scratch) {
+  layernorm_residual_backward(dh1, h0, gamma, mean, rstd, dh0, dgamma, dbeta, M, N, scratch);
+  linear_backward_weight(dh0, X, dW_in, M, N, D, false);
+}
+
 }  // namespace grpo

@@ -37,6 +37,13 @@ class Ops {
                                            const float* mean, const float* rstd, float* dh0, float* dgamma,
                                            float* dbeta, int M, int N, float* scratch) = 0;
 
+  // The trunk's first layer backward as one op, so that an executor may fuse it: the backward
+  // above from dh1, then dW_in[N, D] = dh0^T X (overwritten). dh0 is an [M, N] work array. The
+  // default (ops.cpp) runs the two ops; HostOps never writes dh0 (kernels/layernorm.h).
+  virtual void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                        const float* mean, const float* rstd, float* dh0, float* dgamma,
+                                        float* dbeta, float* dW_in, int M, int N, int D, float* scratch);
+
   // out = dropout(gelu(a + bias)) and its backward (kernels/gelu.h, kernels/dropout.h).
   virtual void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                          const DropoutSpec& d) = 0;

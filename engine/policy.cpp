@@ -42,9 +42,8 @@ void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, c
   float* dh0 = d_big;
   ops.linear_backward_weight(da1, a.h1, g.fc1_w, rows, hidden, hidden, false);
   ops.linear_backward_input(da1, p.fc1_w, dh1, rows, hidden, hidden);
-  ops.layernorm_residual_backward(dh1, a.h0, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta, rows,
-                                  hidden, scratch);
-  ops.linear_backward_weight(dh0, X, g.fc_in_w, rows, hidden, obs_dim, false);
+  ops.layernorm_input_backward(dh1, a.h0, X, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta,
+                               g.fc_in_w, rows, hidden, obs_dim, scratch);
 }
 
 }  // namespace grpo

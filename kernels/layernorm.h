@@ -31,6 +31,17 @@ void layernorm_residual_forward_host(const float* h0, const float* gamma, const 
 void layernorm_residual_backward_host(const float* dh1, const float* h0, const float* gamma, const float* mean,
                                       const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
                                       float* scratch);
+
+// Host only (HostOps fuses Ops::layernorm_input_backward with it): the backward above, then
+// dW_in[N, D] = dh0^T X without ever writing dh0. Each row's dh0 stays in L1 and is added into
+// its fixed row chunk's partial dW_in at once; chunks are added in order (thread-count
+// independent). partial holds layernorm_input_backward_partial_floats(M, N, D) floats.
+inline size_t layernorm_input_backward_partial_floats(int M, int N, int D) {
+  return size_t(colsum::chunks(size_t(M))) * size_t(N) * size_t(2 + D);
+}
+void layernorm_input_backward_host(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                   const float* mean, const float* rstd, float* dgamma, float* dbeta, float* dW_in,
+                                   int M, int N, int D, float* partial);
 #if defined(GRPO_HAVE_CUDA)
 void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
                                      float* rstd, int M, int N, cudaStream_t stream);

@@ -13,6 +13,7 @@
 #include "kernels/gelu_fast_host.h"
 #include "kernels/parallel_fast_host.h"
 #include "kernels/layernorm.h"
+#include "kernels/matmul_avx512_host.h"
 
 namespace grpo {
 
@@ -56,9 +57,11 @@ GRPO_LN_CLONES void forward_rows(const float* h0, const float* gamma, const floa
   }
 }
 
-// Rows [r0, r1) of the backward, their dgamma/dbeta added into pg/pb.
+// Rows [r0, r1) of the backward, their dgamma/dbeta added into pg/pb, dh0 row r written to
+// dh0 + (r - r0) * ld0 (ld0 = N: the rows of dh0 itself; 0 into its row block, see below).
 GRPO_LN_CLONES void backward_rows(const float* dh1, const float* h0, const float* gamma, const float* mean,
-                                  const float* rstd, float* dh0, float* pg, float* pb, int r0, int r1, int N) {
+                                  const float* rstd, float* dh0, size_t ld0, float* pg, float* pb, int r0, int r1,
+                                  int N) {
   float xhat[kLayerNormMaxN], dg[kLayerNormMaxN];
   for (int r = r0; r < r1; ++r) {
     const size_t o = size_t(r) * N;
@@ -76,9 +79,37 @@ GRPO_LN_CLONES void backward_rows(const float* dh1, const float* h0, const float
       pb[c] += d[c];
     }
     const float a1 = float(s1 / N), a2 = float(s2 / N);
+    float* out = dh0 + size_t(r - r0) * ld0;
 #pragma omp simd
-    for (int c = 0; c < N; ++c) dh0[o + c] = d[c] + dg[c] * (rs * (d[c] * gamma[c] - a1 - xhat[c] * a2));
+    for (int c = 0; c < N; ++c) out[c] = d[c] + dg[c] * (rs * (d[c] * gamma[c] - a1 - xhat[c] * a2));
   }
+}
+
+// pw[D, N] += dh0[rows, N]^T x[rows, D] without AVX-512 (the AVX-512 path is in matmul_avx512_host).
+GRPO_LN_CLONES void add_outer_rows(const float* dh0, const float* x, float* pw, int rows, int N, int D) {
+  for (int r = 0; r < rows; ++r)
+    for (int k = 0; k < D; ++k) {
+      float* w = pw + size_t(k) * N;
+      const float xk = x[size_t(r) * D + k];
+#pragma omp simd
+      for (int c = 0; c < N; ++c) w[c] += xk * dh0[size_t(r) * N + c];
+    }
+}
+
+// Stage two of the column sums: out_q[c] = sum over chunks of part[(ch * stride) + q * N + c] in
+// chunk order, in double, for the n_out quantities q; columns split over the pool in fixed blocks.
+void finish_columns(const float* part, unsigned chunks, size_t stride, int N, float* const* out, int n_out) {
+  const int cols = N * n_out, block = 256;
+  auto run = [&](int b) {
+    for (int i = b * block; i < std::min(cols, (b + 1) * block); ++i) {
+      double acc = 0;
+      for (unsigned ch = 0; ch < chunks; ++ch) acc += part[ch * stride + size_t(i)];
+      out[i / N][i % N] = float(acc);
+    }
+  };
+  const int blocks = (cols + block - 1) / block;
+  if (double(cols) * chunks >= hostmath::kParallelElements) hostpar::parallel_for(blocks, run);
+  else for (int b = 0; b < blocks; ++b) run(b);
 }
 
 }  // namespace
@@ -105,7 +136,8 @@ void layernorm_residual_backward_host(const float* dh1, const float* h0, const f
     float* pb = scratch + size_t(chunks + ch) * N;    // partial dbeta
     std::fill(pg, pg + N, 0.f);
     std::fill(pb, pb + N, 0.f);
-    backward_rows(dh1, h0, gamma, mean, rstd, dh0, pg, pb, int(ch * rows), std::min<int>(M, int((ch + 1) * rows)), N);
+    const int r0 = int(ch * rows), r1 = std::min<int>(M, int((ch + 1) * rows));
+    backward_rows(dh1, h0, gamma, mean, rstd, dh0 + size_t(r0) * N, size_t(N), pg, pb, r0, r1, N);
   };
   if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
   else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
@@ -118,6 +150,41 @@ void layernorm_residual_backward_host(const float* dh1, const float* h0, const f
     dgamma[c] = float(sg);
     dbeta[c] = float(sb);
   }
+}
+
+void layernorm_input_backward_host(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                   const float* mean, const float* rstd, float* dgamma, float* dbeta, float* dW_in,
+                                   int M, int N, int D, float* partial) {
+  check_layernorm_shape(M, N, "layernorm_input_backward_host");
+  if (D < 1) throw std::invalid_argument("layernorm_input_backward_host: need D >= 1, got " + std::to_string(D));
+  const unsigned rows = colsum::rows_per_chunk(size_t(M)), chunks = colsum::chunks(size_t(M));
+  // Per chunk: dgamma [N], dbeta [N], then dW_in transposed [D, N].
+  const size_t stride = size_t(2 + D) * N;
+  constexpr int kBlock = 16;  // rows of dh0 held at once (32 KiB at N = 512: they stay in L1)
+  auto chunk = [&](int ch) {
+    thread_local std::vector<float> block;  // grows once per thread
+    if (block.size() < size_t(kBlock) * N) block.resize(size_t(kBlock) * N);
+    float* part = partial + ch * stride;
+    float* pw = part + 2 * size_t(N);
+    std::fill(part, part + stride, 0.f);
+    const int r_end = std::min<int>(M, int((ch + 1) * rows));
+    for (int b0 = int(ch * rows); b0 < r_end; b0 += kBlock) {
+      const int b1 = std::min(r_end, b0 + kBlock);
+      backward_rows(dh1, h0, gamma, mean, rstd, block.data(), size_t(N), part, part + N, b0, b1, N);
+      const float* x = X + size_t(b0) * D;
+      if (!avx512mm::add_weight_grad_transposed(block.data(), x, pw, b1 - b0, N, D))
+        add_outer_rows(block.data(), x, pw, b1 - b0, N, D);
+    }
+  };
+  if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
+  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
+  std::vector<float*> out{dgamma, dbeta};
+  thread_local std::vector<float> wt;  // dW_in transposed, [D, N]; grows once
+  if (wt.size() < size_t(D) * N) wt.resize(size_t(D) * N);
+  for (int k = 0; k < D; ++k) out.push_back(wt.data() + size_t(k) * N);
+  finish_columns(partial, chunks, stride, N, out.data(), 2 + D);
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < D; ++k) dW_in[size_t(n) * D + k] = wt[size_t(k) * N + n];
 }
 
 }  // namespace grpo

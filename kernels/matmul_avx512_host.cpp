@@ -103,9 +103,9 @@ GRPO_AVX512 void few_inputs_rows(const float* X, const float* Wt, const float* b
 // partial in P (L1 too) between them: a whole slice per column block re-read dY from L2 N/16
 // times and ran at a third of this speed.
 template <int KK>
-GRPO_AVX512 void weight_grad_slice(const float* dY, const float* X, float* P, int m0, int m1, int N) {
+GRPO_AVX512 void weight_grad_slice(const float* dY, const float* X, float* P, int m0, int m1, int N, bool zero) {
   constexpr int kRows = 16;
-  for (int n0 = 0; n0 < N; n0 += 16)
+  for (int n0 = 0; zero && n0 < N; n0 += 16)
     for (int k = 0; k < KK; ++k) _mm512_mask_storeu_ps(P + size_t(k) * N + n0, tail_mask(std::min(16, N - n0)),
                                                        _mm512_setzero_ps());
   for (int b0 = m0; b0 < m1; b0 += kRows) {
@@ -124,7 +124,7 @@ GRPO_AVX512 void weight_grad_slice(const float* dY, const float* X, float* P, in
   }
 }
 
-using SliceFn = void (*)(const float*, const float*, float*, int, int, int);
+using SliceFn = void (*)(const float*, const float*, float*, int, int, int, bool);
 template <int... Ks>
 constexpr SliceFn slice_fn(int K, std::integer_sequence<int, Ks...>) {
   constexpr SliceFn table[] = {weight_grad_slice<Ks + 1>...};
@@ -160,7 +160,9 @@ bool weight_grad_few_inputs(const float* dY, const float* X, float* dW, int M, i
   if (partials.size() < slices * plane) partials.resize(slices * plane);
   float* P = partials.data();
   const SliceFn fn = slice_fn(K, std::make_integer_sequence<int, 15>{});
-  auto slice = [&](int s) { fn(dY, X, P + size_t(s) * plane, s * kSliceRows, std::min(M, (s + 1) * kSliceRows), N); };
+  auto slice = [&](int s) {
+    fn(dY, X, P + size_t(s) * plane, s * kSliceRows, std::min(M, (s + 1) * kSliceRows), N, true);
+  };
   if (2.0 * M * N * K >= kParallelFlops) hostpar::parallel_for(slices, slice);
   else for (int s = 0; s < slices; ++s) slice(s);
   for (int n = 0; n < N; ++n)
@@ -172,7 +174,14 @@ bool weight_grad_few_inputs(const float* dY, const float* X, float* dW, int M, i
   return true;
 }
 
+bool add_weight_grad_transposed(const float* dY, const float* X, float* Pt, int M, int N, int K) {
+  if (!cpu_has_avx512() || K >= 16) return false;
+  slice_fn(K, std::make_integer_sequence<int, 15>{})(dY, X, Pt, 0, M, N, false);
+  return true;
+}
+
 #else
+bool add_weight_grad_transposed(const float*, const float*, float*, int, int, int) { return false; }
 bool forward_few_outputs(const float*, const float*, const float*, float*, int, int, int) { return false; }
 bool forward_few_inputs(const float*, const float*, const float*, float*, int, int, int) { return false; }
 bool weight_grad_few_inputs(const float*, const float*, float*, int, int, int, bool) { return false; }

@@ -18,4 +18,8 @@ bool forward_few_inputs(const float* X, const float* W, const float* bias, float
 // rows (in parallel), then the slices added in order.
 bool weight_grad_few_inputs(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate);
 
+// Pt[K, N] += dY[M, N]^T X[M, K] transposed (K < 16), on the calling thread: the building block
+// of a fused backward that adds a few rows at a time into its own partial.
+bool add_weight_grad_transposed(const float* dY, const float* X, float* Pt, int M, int N, int K);
+
 }  // namespace grpo::avx512mm

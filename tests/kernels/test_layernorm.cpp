@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 #include "tests/test_util.h"
 
 namespace grpo {
@@ -92,6 +93,37 @@ TEST(LayerNormHost, BackwardMatchesCentralDifferences) {
     EXPECT_LE(rel_l2(dgamma, rg), 1e-5) << M << "x" << N;
     EXPECT_LE(rel_l2(dbeta, rb), 1e-5) << M << "x" << N;
     EXPECT_TRUE(all_close(dh0, to_float(rx), 1e-4, 1e-3)) << M << "x" << N;
+  }
+}
+
+// The fused backward with fc_in's weight gradient (HostOps' layernorm_input_backward) against the
+// two twins it replaces: one row, widths off the vector width, several row chunks, the small
+// preset's width and input size.
+TEST(LayerNormHost, InputBackwardMatchesTheTwoTwinsItFuses) {
+  struct Shape {
+    int M, N, D;
+  };
+  uint64_t seed = 700;
+  for (const Shape s : {Shape{1, 8, 1}, Shape{37, 24, 10}, Shape{300, 67, 3}, Shape{2000, 512, 10}}) {
+    SCOPED_TRACE(::testing::Message() << "M " << s.M << " N " << s.N << " D " << s.D);
+    const size_t MN = size_t(s.M) * s.N;
+    const auto h0 = random_floats(MN, ++seed, -2.f, 2.f), dh1 = random_floats(MN, ++seed),
+               X = random_floats(size_t(s.M) * s.D, ++seed), gamma = random_floats(s.N, ++seed, 0.5f, 1.5f),
+               beta = random_floats(s.N, ++seed);
+    std::vector<float> h1(MN), mean(s.M), rstd(s.M);
+    layernorm_residual_forward_host(h0.data(), gamma.data(), beta.data(), h1.data(), mean.data(), rstd.data(), s.M,
+                                    s.N);
+    auto dh0 = poisoned(MN), dg = poisoned(s.N), db = poisoned(s.N), dw = poisoned(size_t(s.N) * s.D);
+    layernorm_residual_backward_host(dh1.data(), h0.data(), gamma.data(), mean.data(), rstd.data(), dh0.data(),
+                                     dg.data(), db.data(), s.M, s.N, nullptr);
+    linear_backward_weight_host(dh0.data(), X.data(), dw.data(), s.M, s.N, s.D, false);
+    auto fg = poisoned(s.N), fb = poisoned(s.N), fw = poisoned(size_t(s.N) * s.D);
+    std::vector<float> partial(layernorm_input_backward_partial_floats(s.M, s.N, s.D), test::poison_value());
+    layernorm_input_backward_host(dh1.data(), h0.data(), X.data(), gamma.data(), mean.data(), rstd.data(), fg.data(),
+                                  fb.data(), fw.data(), s.M, s.N, s.D, partial.data());
+    EXPECT_EQ(fg, dg) << "dgamma: the same chunks added in the same order";
+    EXPECT_EQ(fb, db) << "dbeta";
+    EXPECT_LE(rel_l2(fw, dw), 1e-5) << "fc_in weight gradient";
   }
 }
 
