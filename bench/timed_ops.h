@@ -68,6 +68,8 @@ class TimedOps final : public Ops {
                                   int N, const DropoutSpec& d, float* s) override {
     GRPO_TIMED("gelu_dropout_backward", in_.bias_gelu_dropout_backward(dout, a, b, da, db, M, N, d, s));
   }
+  // The host's loss pass calls its twins directly (blocks of rows), so it is one row here.
+  void loss_pass(const LossPass& l) override { GRPO_TIMED("loss_pass", in_.loss_pass(l)); }
   void policy_head_loss(const HeadLoss& h) override { GRPO_TIMED("policy_head_loss", in_.policy_head_loss(h)); }
   void sample_actions(const float* l, int M, uint64_t seed, const uint32_t* e, uint32_t step, int32_t* a) override {
     GRPO_TIMED("sample_actions", in_.sample_actions(l, M, seed, e, step, a));

@@ -38,10 +38,9 @@ inline float dot8(const float* a, const float* b, int n) {
 
 // Rows [r0, r1): their partial sums go to part (g_b1 [H], g_w_out [3H], g_b_out [3]) and *loss.
 // h2 and gk (= gelu'(x) * keep) are one row each of the calling thread's buffers.
-GRPO_HEAD_CLONES void head_rows(const Ops::HeadLoss& h, uint32_t epoch, int r0, int r1, float* part, double* loss,
-                                float* h2, float* gk) {
+GRPO_HEAD_CLONES void head_rows(const Ops::HeadLoss& h, uint32_t epoch, uint32_t row0, float inv_m, int r0, int r1,
+                                float* part, double* loss, float* h2, float* gk) {
   const int H = h.H;
-  const float inv_m = 1.f / float(h.M);
   float* p_b1 = part;
   float* p_w = part + H;
   float* p_bout = part + 4 * size_t(H);
@@ -54,7 +53,7 @@ GRPO_HEAD_CLONES void head_rows(const Ops::HeadLoss& h, uint32_t epoch, int r0, 
       float x[kChunk], g[kChunk], dg[kChunk], keep[kChunk];
       for (int j = 0; j < n; ++j) x[j] = a[c0 + j] + h.b1[c0 + j];
       hostmath::gelu_and_grad_n(x, g, dg, n);
-      dropout_row_scales_host(h.drop, epoch, uint32_t(r), c0, n, keep);
+      dropout_row_scales_host(h.drop, epoch, row0 + uint32_t(r), c0, n, keep);
       for (int j = 0; j < n; ++j) {
         h2[c0 + j] = g[j] * keep[j];
         gk[c0 + j] = dg[j] * keep[j];
@@ -83,13 +82,14 @@ GRPO_HEAD_CLONES void head_rows(const Ops::HeadLoss& h, uint32_t epoch, int r0, 
 
 }  // namespace
 
-void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& s) {
+void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& s, const HeadBlock& block) {
   check_dropout(h.drop, "policy_head_loss_host");
   if (h.M < 1 || h.H < 1)
     throw std::invalid_argument("policy_head_loss_host: need M, H >= 1, got M = " + std::to_string(h.M) +
                                 ", H = " + std::to_string(h.H));
   const uint32_t epoch = h.drop.p > 0.f ? *h.drop.epoch : 0u;
   const int H = h.H;
+  const float inv_m = 1.f / float(block.mean_rows > 0 ? block.mean_rows : h.M);
   const unsigned rows = colsum::rows_per_chunk(size_t(h.M)), chunks = colsum::chunks(size_t(h.M));
   const size_t stride = 4 * size_t(H) + kActions;
   if (s.partial.size() < chunks * stride) s.partial.resize(chunks * stride);
@@ -97,7 +97,7 @@ void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& s) {
   auto chunk = [&](int ch) {
     thread_local std::vector<float> row;  // h2 and gk of the row in hand; grows once per thread
     if (row.size() < 2 * size_t(H)) row.resize(2 * size_t(H));
-    head_rows(h, epoch, int(ch * rows), std::min<int>(h.M, int((ch + 1) * rows)), s.partial.data() + ch * stride,
+    head_rows(h, epoch, uint32_t(block.row0), inv_m, int(ch * rows), std::min<int>(h.M, int((ch + 1) * rows)), s.partial.data() + ch * stride,
               s.loss.data() + ch, row.data(), row.data() + H);
   };
   if (double(h.M) * H >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
@@ -116,7 +116,8 @@ void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& s) {
   finish(4 * size_t(H), h.g_b_out, kActions);
   double loss = 0;
   for (unsigned ch = 0; ch < chunks; ++ch) loss += s.loss[ch];
-  *h.loss = float(loss / h.M);
+  if (block.loss_sum) *block.loss_sum = loss;
+  else *h.loss = float(loss / h.M);
 }
 
 }  // namespace grpo

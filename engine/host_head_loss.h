@@ -20,6 +20,14 @@ struct HeadLossScratch {
 
 // h.h2 and h.dh2 are not touched. Deterministic: rows are split into chunks by the shape alone
 // and chunk sums are added in chunk order, so the thread count never changes a bit.
-void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& scratch);
+// A block of a larger loss pass (engine/host_loss_pass.cpp): its rows are rows row0.. of the
+// pass (their dropout counters), its per-sample gradients carry 1 / mean_rows, and its sum of
+// per-sample losses goes to *loss_sum instead of the mean to *h.loss.
+struct HeadBlock {
+  int row0 = 0;
+  int mean_rows = 0;  // 0: h.M
+  double* loss_sum = nullptr;
+};
+void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& scratch, const HeadBlock& block = {});
 
 }  // namespace grpo

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/host_head_loss.h"
+#include "engine/host_loss_pass.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
 
@@ -39,6 +40,8 @@ class HostOps final : public Ops {
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
   // Fused: one pass over the rows instead of seven ops (engine/host_head_loss.h).
   void policy_head_loss(const HeadLoss& h) override;
+  // Blocks of rows that stay in cache (engine/host_loss_pass.h).
+  void loss_pass(const LossPass& l) override;
   void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) override;
   void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
                             float* stats_out) override;
@@ -55,6 +58,7 @@ class HostOps final : public Ops {
   GameConfig game_;
   int replicas_;
   HeadLossScratch head_scratch_;
+  LossPassScratch loss_scratch_;
   std::vector<float> ln_input_partial_;  // grown on first use, then reused
 };
 

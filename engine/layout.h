@@ -45,6 +45,16 @@ struct ParamViews {
   static ParamViews over(float* slab, const ParamLayout& l);
 };
 
+// Activations of `rows` rows, each [rows, hidden] except logits [rows, 3] and mean/rstd [rows].
+struct PolicyActs {
+  float *h0, *h1, *a1, *h2, *logits, *ln_mean, *ln_rstd;
+  // The same views moved down `first` rows (hidden floats per row, kActions per logits row).
+  PolicyActs rows_from(size_t first, int hidden) const {
+    const size_t r = first * size_t(hidden);
+    return {h0 + r, h1 + r, a1 + r, h2 + r, logits + first * kActions, ln_mean + first, ln_rstd + first};
+  }
+};
+
 // Every buffer one epoch needs, as offsets (bytes) into one arena. M = T * N samples, N games.
 struct ArenaLayout {
   // Rollout record, one row per (t, game), t-major: row = t * N + game.

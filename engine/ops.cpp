@@ -1,5 +1,6 @@
 #include "engine/ops.h"
 
+#include "engine/policy.h"
 #include "kernels/policy_head.h"
 
 namespace grpo {
@@ -13,6 +14,11 @@ void Ops::policy_head_loss(const HeadLoss& h) {
   linear_backward_input(h.dlogits, h.w_out, h.dh2, h.M, kActions, h.H);
   // h2 is dead from here, so da1 may reuse it.
   bias_gelu_dropout_backward(h.dh2, h.a1, h.b1, h.da1, h.g_b1, h.M, h.H, h.drop, h.scratch);
+}
+
+void Ops::loss_pass(const LossPass& l) {
+  policy_head_loss(l.head);
+  policy_trunk_backward(*this, l.p, l.g, l.X, l.head.da1, l.head.M, l.D, l.head.H, l.acts, l.d_big, l.head.scratch);
 }
 
 void Ops::layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,

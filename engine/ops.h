@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "engine/layout.h"
 #include "env/games.h"
 #include "kernels/adamw.h"
 #include "kernels/dropout.h"
@@ -74,6 +75,22 @@ class Ops {
     float *g_b1, *g_w_out, *g_b_out, *loss, *scratch;
   };
   virtual void policy_head_loss(const HeadLoss& h);
+
+  // The whole loss pass after the trunk's forward (spec steps 5-6) as one op: policy_head_loss,
+  // then the trunk's backward (engine/policy.cpp, policy_trunk_backward); every gradient in g is
+  // overwritten. acts holds the trunk's activations of all M rows (a1 and h2 are clobbered),
+  // d_big is one more [M, H] work array. The default (ops.cpp) runs the two over all M rows;
+  // HostOps runs them block by block of rows so that each block stays in cache
+  // (engine/host_loss_pass.cpp).
+  struct LossPass {
+    HeadLoss head;  // head.da1 is the gradient the trunk's backward starts from
+    ParamViews p, g;
+    PolicyActs acts;
+    const float* X;  // [M, D] observations
+    int D;
+    float* d_big;
+  };
+  virtual void loss_pass(const LossPass& l);
 
   // Returns and advantages (kernels/returns.h).
   virtual void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) = 0;

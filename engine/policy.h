@@ -8,16 +8,6 @@
 
 namespace grpo {
 
-// Activations of `rows` rows, each [rows, hidden] except logits [rows, 3] and mean/rstd [rows].
-struct PolicyActs {
-  float *h0, *h1, *a1, *h2, *logits, *ln_mean, *ln_rstd;
-  // The same views moved down `first` rows (hidden floats per row, kActions per logits row).
-  PolicyActs rows_from(size_t first, int hidden) const {
-    const size_t r = first * size_t(hidden);
-    return {h0 + r, h1 + r, a1 + r, h2 + r, logits + first * kActions, ln_mean + first, ln_rstd + first};
-  }
-};
-
 void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
                     const PolicyActs& a, const DropoutSpec& drop);
 

@@ -88,8 +88,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   head.g_b_out = b.g.fc_out_b;
   head.loss = &b.scalars->loss;
   head.scratch = b.scratch;
-  ops.policy_head_loss(head);
-  policy_trunk_backward(ops, b.p, b.g, b.obs, head.da1, M, D, H, b.acts, b.d_big, b.scratch);
+  ops.loss_pass(Ops::LossPass{head, b.p, b.g, b.acts, b.obs, D, b.d_big});
   ops.range_pop();
 
   // 6-8. Clip by the global norm, AdamW, metrics, then the schedule and counters move on.

@@ -114,7 +114,7 @@ inline void run_golden(Ops& ops, const Memory& mem) {
   }
 
   // The loss pass as training_step runs it: the trunk's activations kept, then the head, the
-  // loss and the head's backward as one op (HostOps fuses it), then the trunk's backward.
+  // loss and every gradient as one op (HostOps fuses the head and works in blocks of rows).
   {
     float* grads_step = put(grads0);
     const ParamViews gs = ParamViews::over(grads_step, l);
@@ -142,10 +142,9 @@ inline void run_golden(Ops& ops, const Memory& mem) {
     h.g_b_out = gs.fc_out_b;
     h.loss = loss_step;
     h.scratch = scratch;
-    ops.policy_head_loss(h);
-    expect_close(logits_step, g["forward"]["logits"], M * kActions, "logits (policy_head_loss)");
-    EXPECT_NEAR(get(loss_step, 1)[0], want_loss, 1e-5 * std::fabs(want_loss)) << "loss (policy_head_loss)";
-    policy_trunk_backward(ops, p, gs, X, h.da1, M, D, H, a, d_big, scratch);
+    ops.loss_pass(Ops::LossPass{h, p, gs, a, X, D, d_big});
+    expect_close(logits_step, g["forward"]["logits"], M * kActions, "logits (loss_pass)");
+    EXPECT_NEAR(get(loss_step, 1)[0], want_loss, 1e-5 * std::fabs(want_loss)) << "loss (loss_pass)";
     const std::vector<float> step_grads = get(grads_step, l.total);
     for (const ParamTensor& t : l.tensors) {
       const std::vector<float> mine(step_grads.begin() + t.offset, step_grads.begin() + t.offset + t.size());
