@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <cblas.h>
+#include <omp.h>
 
 namespace grpo::bench {
 
@@ -44,10 +45,18 @@ inline std::vector<float> filled(size_t n, unsigned seed) {
   return v;
 }
 
-// GFLOP/s of C[n,n] = A B^T (the same NoTrans/Trans form as linear_forward).
+// GFLOP/s of C[n,n] = A B^T (the same NoTrans/Trans form as linear_forward) on OpenBLAS's own
+// threads, as many as OpenMP may use; the host twins turn OpenBLAS's threading off (they split
+// products themselves), so it is set for the measurement and put back after.
 inline double sgemm_gflops(int n, int repeats) {
   const auto a = filled(size_t(n) * n, 1), b = filled(size_t(n) * n, 2);
   std::vector<float> c(size_t(n) * n);
+  const int blas_threads = openblas_get_num_threads();
+  openblas_set_num_threads(omp_get_max_threads());
+  struct Restore {
+    int n;
+    ~Restore() { openblas_set_num_threads(n); }
+  } restore{blas_threads};
   const double s = time_median(
       [&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.f, a.data(), n, b.data(), n, 0.f, c.data(), n);

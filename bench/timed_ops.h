@@ -44,6 +44,7 @@ class TimedOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool acc) override {
     GRPO_TIMED("linear_backward_weight", in_.linear_backward_weight(dY, X, dW, M, N, K, acc));
   }
+  void weights_fixed(const float* W, int N, int K) override { GRPO_TIMED("weights_fixed", in_.weights_fixed(W, N, K)); }
   void bias_grad(const float* dY, float* db, int M, int N, float* s) override {
     GRPO_TIMED("bias_grad", in_.bias_grad(dY, db, M, N, s));
   }

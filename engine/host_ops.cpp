@@ -21,11 +21,14 @@ void HostOps::games_step(const GamesView& g, const int32_t* actions, uint64_t se
   games_step_host(game_, g, actions, seed, epoch, t, reward, obs_next);
 }
 void HostOps::linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) {
+  const packed::PackedB& p = fixed_fwd_;
+  if (p.source == W && p.cols == N && p.inner == K && packed::gemm(X, M, p, b, Y)) return;
   linear_forward_host(X, W, b, Y, M, N, K);
 }
 void HostOps::linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) {
   linear_backward_input_host(dY, W, dX, M, N, K);
 }
+void HostOps::weights_fixed(const float* W, int N, int K) { packed::pack_transposed(W, N, K, fixed_fwd_); }
 void HostOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                                      bool accumulate) {
   linear_backward_weight_host(dY, X, dW, M, N, K, accumulate);
@@ -79,6 +82,7 @@ void HostOps::grad_norm(const float* grads, size_t n, TrainScalars* s, float max
 }
 void HostOps::adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
                     const AdamWConfig& cfg) {
+  fixed_fwd_.source = nullptr;  // the packed copy is stale from here
   adamw_host(params, grads, m, v, n, s, cfg);
 }
 void HostOps::advance_schedule(TrainScalars* s) { advance_schedule_host(s); }

@@ -5,6 +5,7 @@
 #include "engine/host_head_loss.h"
 #include "engine/host_loss_pass.h"
 #include "engine/ops.h"
+#include "kernels/gemm_packed_host.h"
 #include "env/game_config.h"
 
 namespace grpo {
@@ -21,6 +22,9 @@ class HostOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                               bool accumulate) override;
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
+  // Packs W for linear_forward until adamw runs (the step calls it for fc1.weight before the
+  // rollout's 200 products; kernels/gemm_packed_host.h).
+  void weights_fixed(const float* W, int N, int K) override;
   void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
                                   float* rstd, int M, int N) override;
   void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
@@ -59,6 +63,7 @@ class HostOps final : public Ops {
   int replicas_;
   HeadLossScratch head_scratch_;
   LossPassScratch loss_scratch_;
+  packed::PackedB fixed_fwd_;  // W^T of the weights_fixed matrix
   std::vector<float> ln_input_partial_;  // grown on first use, then reused
 };
 

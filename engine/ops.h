@@ -30,6 +30,10 @@ class Ops {
   virtual void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                                       bool accumulate) = 0;
   virtual void bias_grad(const float* dY, float* db, int M, int N, float* scratch) = 0;
+  // A hint: W [N, K] will not change until the next adamw or weights_fixed call, so an executor
+  // may keep a packed copy for the linear_forward calls that read it (HostOps does:
+  // kernels/gemm_packed_host.h). The default ignores it.
+  virtual void weights_fixed(const float* /*W*/, int /*N*/, int /*K*/) {}
 
   // h1 = h0 + LayerNorm(gelu(h0)) and its backward (kernels/layernorm.h).
   virtual void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1,

@@ -38,7 +38,9 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   const int M = int(c.samples());
   const uint32_t* epoch = &b.scalars->epoch;  // read by the kernels: never a frozen argument
 
-  // 1-2. Rollout: T strictly sequential steps of policy, sampling and game.
+  // 1-2. Rollout: T strictly sequential steps of policy, sampling and game. fc1.weight is read
+  // by T products here and by the loss pass, and written only by AdamW at the end.
+  ops.weights_fixed(b.p.fc1_w, H, H);
   ops.range_push("rollout");
   ops.games_reset(b.games, c.seed, epoch, b.obs);
   for (int t = 0; t < T; ++t) {
