@@ -48,6 +48,12 @@ void single_threaded_blas() {
 void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int inner, const float* A, int lda,
                 size_t a_row_stride, const float* B, int ldb, size_t b_col_stride, float beta, float* C, int ldc) {
   single_threaded_blas();
+  if (hostpar::in_chunk()) {
+    // Already one task of a parallel region (the loss pass runs dW and dX side by side): one
+    // call, so OpenBLAS packs each operand once.
+    cblas_sgemm(CblasRowMajor, ta, tb, rows, cols, inner, 1.f, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
   const bool by_rows = rows >= 256 || rows >= cols;
   const int extent = by_rows ? rows : cols, tile = by_rows ? kRowTile : kColTile;
   const int tiles = (extent + tile - 1) / tile;

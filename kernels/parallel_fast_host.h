@@ -18,6 +18,11 @@ using ChunkFn = void (*)(void* ctx, int chunk);
 // is rethrown here (after the other chunks have finished).
 void run_chunks(int n, ChunkFn fn, void* ctx);
 
+// Whether the calling thread is inside a chunk of run_chunks (so anything it runs in parallel
+// runs serially). True in the chunks of a serial run too, so the answer never depends on the
+// thread count.
+bool in_chunk();
+
 // parallel_for(n, [&](int i) { ... }): the same over a lambda.
 template <class F>
 inline void parallel_for(int n, F&& f) {

@@ -130,18 +130,30 @@ Pool* make_pool() {
 
 }  // namespace
 
+namespace {
+// Runs the chunks on this thread, as chunks: in_chunk() says true inside them whatever the
+// thread count, so code that asks (gemm_tiles) takes the same path with one thread as with two.
+void run_here(int n, ChunkFn fn, void* ctx) {
+  const bool outer = tl_in_chunk;
+  tl_in_chunk = true;
+  try {
+    for (int i = 0; i < n; ++i) fn(ctx, i);
+  } catch (...) {
+    tl_in_chunk = outer;
+    throw;
+  }
+  tl_in_chunk = outer;
+}
+}  // namespace
+
+bool in_chunk() { return tl_in_chunk; }
+
 void run_chunks(int n, ChunkFn fn, void* ctx) {
   if (n <= 0) return;
   static Pool* const pool = make_pool();
-  if (n == 1 || pool == nullptr || tl_in_chunk || n > kMaxChunks) {
-    for (int i = 0; i < n; ++i) fn(ctx, i);
-    return;
-  }
+  if (n == 1 || pool == nullptr || tl_in_chunk || n > kMaxChunks) return run_here(n, fn, ctx);
   std::unique_lock<std::mutex> lk(pool->caller, std::try_to_lock);
-  if (!lk.owns_lock()) {
-    for (int i = 0; i < n; ++i) fn(ctx, i);
-    return;
-  }
+  if (!lk.owns_lock()) return run_here(n, fn, ctx);
   pool->run(n, fn, ctx);
 }
 
