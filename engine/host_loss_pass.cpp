@@ -10,9 +10,10 @@
 namespace grpo {
 
 namespace {
-// Rows per block: the block's five [rows, H] arrays (a1, da1, h1, dh1, h0) take 5 MB at H = 512,
-// about the two cores' L2; the products still see 512 x 512 x 512 shapes.
-constexpr int kBlockRows = 512;
+// Rows per block, measured (interleaved runs, small preset): 1024 beats 512 by ~1.5 %, 256 by
+// ~4 % and 2048 by ~1.7 %. Larger blocks give the products longer runs per call; smaller ones
+// keep the block's arrays (a1, da1, h1, dh1, h0: 10 MB at H = 512) nearer the cores.
+constexpr int kBlockRows = 1024;
 }  // namespace
 
 void loss_pass_host(const Ops::LossPass& l, LossPassScratch& s) {
