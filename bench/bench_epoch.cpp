@@ -1,12 +1,14 @@
 // Epoch benchmark: epochs/s and game steps/s of the host executor, and of the CUDA executor
 // eager and graph-replayed when a real GPU answers; warm-up epochs excluded, median of repeats.
 // Prints the ceilings it compares against (OpenBLAS sgemm here; copy bandwidth and a large cuBLAS
-// GEMM on a GPU) and the fraction of the FLOP floor reached. --breakdown adds a steady-clock
-// per-op table of the host executor (where the CPU time goes). --json writes the same rows.
+// GEMM on a GPU) and the ratio to the FLOP floor: the spec's FLOP count (8MP, issue 7's
+// definition) at that rate, although the engine executes only ~6MP of it. --breakdown adds a
+// steady-clock per-op table of the host executor (where the CPU time goes; the host's loss pass
+// is one row, its blocks call the twins directly). --json writes the same rows.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -108,6 +110,7 @@ int main(int argc, char** argv) {
               {"config", {{"hidden", c.hidden_size}, {"batch", c.batch_size}, {"steps", c.max_steps},
                           {"games", c.games()}, {"samples", c.samples()}}},
               {"flops_per_epoch", cost.flops},
+              {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},
               {"omp_threads", omp_get_max_threads()},
               {"rows", json::array()}};
@@ -115,9 +118,10 @@ int main(int argc, char** argv) {
   // The host's ceiling is measured before and after its epochs (the VM's clock drifts by 10-20 %
   // over minutes); the floor uses the higher of the two, the stricter comparison.
   const double gflops_before = bench::sgemm_gflops(gemm_n, 5);
-  std::printf("config: hidden %d, batch %d, steps %d, games %d, samples %lld; %.2f GFLOP and >= %.1f MB per epoch\n",
+  std::printf("config: hidden %d, batch %d, steps %d, games %d, samples %lld; %.2f GFLOP (spec count; %.2f executed) "
+              "and >= %.1f MB per epoch\n",
               c.hidden_size, c.batch_size, c.max_steps, c.games(), (long long)c.samples(), cost.flops * 1e-9,
-              cost.min_bytes * 1e-6);
+              cost.flops_executed * 1e-9, cost.min_bytes * 1e-6);
   std::vector<Row> rows;
   if (only.empty() || only == "host") {
     auto ex = make_host_executor(c);

@@ -9,7 +9,9 @@
 namespace grpo {
 
 struct EpochCost {
-  double flops;          // matrix products: rollout 2MP + loss forward 2MP + backward 4MP
+  double flops;          // matrix products by the spec's count: rollout 2MP + loss forward 2MP + backward 4MP
+  double flops_executed; // what this engine runs: the loss pass reuses the rollout's trunk, so its
+                         // forward is the head alone (2 M 3 Hd): about 6MP
   double min_bytes;      // a lower bound on DRAM traffic, see epoch_cost()
   double rollout_steps;  // T: kernels that cannot overlap (the latency floor of the rollout)
 };
@@ -20,6 +22,7 @@ inline EpochCost epoch_cost(const TrainConfig& c) {
   const ParamLayout l(c.hidden_size, c.obs_dim());
   EpochCost k;
   k.flops = 8.0 * M * P;
+  k.flops_executed = 6.0 * M * P + 2.0 * M * kActions * H;
   // Weights are read once per forward pass (T rollout steps, the loss pass) and by the backward,
   // gradients written once, AdamW reads p, g, m, v and writes p, m, v. In the loss pass each of
   // the four [M, Hd] activations (h0, h1, a1, h2) and four gradients (dh2, da1, dh1, dh0) is
