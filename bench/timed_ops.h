@@ -69,7 +69,8 @@ class TimedOps final : public Ops {
                                   int N, const DropoutSpec& d, float* s) override {
     GRPO_TIMED("gelu_dropout_backward", in_.bias_gelu_dropout_backward(dout, a, b, da, db, M, N, d, s));
   }
-  // The host's loss pass calls its twins directly (blocks of rows), so it is one row here.
+  // The host's rollout and loss pass call their twins directly, so each is one row here.
+  void rollout(const Rollout& r) override { GRPO_TIMED("rollout", in_.rollout(r)); }
   void loss_pass(const LossPass& l) override { GRPO_TIMED("loss_pass", in_.loss_pass(l)); }
   void policy_head_loss(const HeadLoss& h) override { GRPO_TIMED("policy_head_loss", in_.policy_head_loss(h)); }
   void sample_actions(const float* l, int M, uint64_t seed, const uint32_t* e, uint32_t step, int32_t* a) override {

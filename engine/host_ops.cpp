@@ -70,6 +70,7 @@ void HostOps::policy_loss(const float* logits, const int32_t* actions, const flo
   policy_loss_host(logits, actions, adv, M, entropy_coef, dlogits, loss_out, entropy_out, scratch);
 }
 void HostOps::policy_head_loss(const HeadLoss& h) { policy_head_loss_host(h, head_scratch_); }
+void HostOps::rollout(const Rollout& r) { rollout_host(r, game_, replicas_, &fixed_fwd_); }
 void HostOps::loss_pass(const LossPass& l) { loss_pass_host(l, loss_scratch_); }
 void HostOps::discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) {
   discounted_returns_host(rewards, returns, T, N, gamma);

@@ -4,6 +4,7 @@
 
 #include "engine/host_head_loss.h"
 #include "engine/host_loss_pass.h"
+#include "engine/host_rollout.h"
 #include "engine/ops.h"
 #include "kernels/gemm_packed_host.h"
 #include "env/game_config.h"
@@ -42,6 +43,8 @@ class HostOps final : public Ops {
                       int32_t* actions) override;
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
+  // Groups of games from the first step to the last, no barrier between steps (host_rollout.h).
+  void rollout(const Rollout& r) override;
   // Fused: one pass over the rows instead of seven ops (engine/host_head_loss.h).
   void policy_head_loss(const HeadLoss& h) override;
   // Blocks of rows that stay in cache (engine/host_loss_pass.h).

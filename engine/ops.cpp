@@ -5,6 +5,20 @@
 
 namespace grpo {
 
+void Ops::rollout(const Rollout& r) {
+  games_reset(r.games, r.seed, r.epoch, r.obs);
+  for (int t = 0; t < r.T; ++t) {
+    const size_t row = size_t(t) * r.N;
+    const DropoutSpec drop{r.dropout, r.seed, Purpose::DropoutRollout, r.epoch, uint32_t(t)};
+    const PolicyActs acts_t = r.acts.rows_from(row, r.H);
+    policy_forward(*this, r.p, r.obs + row * r.D, r.N, r.D, r.H, acts_t, drop);
+    int32_t* act_t = r.actions + row;
+    sample_actions(acts_t.logits, r.N, r.seed, r.epoch, uint32_t(t), act_t);
+    float* obs_next = t + 1 < r.T ? r.obs + (row + r.N) * r.D : nullptr;
+    games_step(r.games, act_t, r.seed, r.epoch, uint32_t(t), r.rewards + row, obs_next);
+  }
+}
+
 void Ops::policy_head_loss(const HeadLoss& h) {
   bias_gelu_dropout_forward(h.a1, h.b1, h.h2, h.M, h.H, h.drop);
   linear_forward(h.h2, h.w_out, h.b_out, h.logits, h.M, kActions, h.H);

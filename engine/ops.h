@@ -62,6 +62,26 @@ class Ops {
                            float entropy_coef, float* dlogits, float* loss_out, float* entropy_out,
                            float* scratch) = 0;
 
+  // The rollout (spec steps 1-2) as one op: games_reset, then T steps of policy_forward with the
+  // rollout's dropout, sample_actions and games_step. Step t writes its activations into rows
+  // t*N.. of acts (the loss pass reuses the trunk's), its actions, rewards and next observations
+  // into rows t*N... The default (ops.cpp) is that step-by-step loop, which the CUDA executor
+  // captures. No game reads another's rows, so HostOps runs fixed groups of games from the first
+  // step to the last on the pool's threads, with no barrier between steps (engine/host_rollout.cpp).
+  struct Rollout {
+    ParamViews p;
+    PolicyActs acts;  // [M, H] (M = T N)
+    float* obs;       // [M, D]: obs row t*N + g
+    int32_t* actions; // [M]
+    float* rewards;   // [M]
+    GamesView games;
+    uint64_t seed;
+    const uint32_t* epoch;
+    float dropout;
+    int T, N, D, H;
+  };
+  virtual void rollout(const Rollout& r);
+
   // The loss pass's head as one op, so that an executor may fuse it (spec steps 5-6 above the
   // trunk): h2 = dropout(gelu(a1 + b1)) with mask `drop`, logits = h2 W_out^T + b_out, the loss
   // and dlogits of policy_loss, then the head's backward: g_w_out, g_b_out, g_b1 (overwritten)

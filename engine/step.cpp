@@ -42,17 +42,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   // by T products here and by the loss pass, and written only by AdamW at the end.
   ops.weights_fixed(b.p.fc1_w, H, H);
   ops.range_push("rollout");
-  ops.games_reset(b.games, c.seed, epoch, b.obs);
-  for (int t = 0; t < T; ++t) {
-    const float* obs_t = b.obs + size_t(t) * N * D;
-    const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutRollout, epoch, uint32_t(t)};
-    const PolicyActs acts_t = b.acts.rows_from(size_t(t) * N, H);  // kept for the loss pass
-    policy_forward(ops, b.p, obs_t, N, D, H, acts_t, drop);
-    int32_t* act_t = b.actions + size_t(t) * N;
-    ops.sample_actions(acts_t.logits, N, c.seed, epoch, uint32_t(t), act_t);
-    float* obs_next = t + 1 < T ? b.obs + size_t(t + 1) * N * D : nullptr;
-    ops.games_step(b.games, act_t, c.seed, epoch, uint32_t(t), b.rewards + size_t(t) * N, obs_next);
-  }
+  ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H});
   ops.range_pop();
 
   // 3-4. Discounted returns per game, normalised over all T*N samples.

@@ -170,6 +170,10 @@ void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas
 // (t == 0: the first-step formula) and, if obs_next is not null, the observations after the step.
 void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions, uint64_t seed,
                      const uint32_t* epoch, uint32_t t, float* reward, float* obs_next);
+// games_step_host on games [g0, g1) only, on the calling thread (the host rollout runs groups of
+// games on different threads; each game's draws depend on its index, not on the group).
+void games_step_rows_host(const GameConfig& cfg, const GamesView& view, int g0, int g1, const int32_t* actions,
+                          uint64_t seed, const uint32_t* epoch, uint32_t t, float* reward, float* obs_next);
 // The same with explicit draws: coins[n], spawn_x[n * max_fruits].
 void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
                               const float* coins, const int32_t* spawn_x, uint32_t t, float* reward,

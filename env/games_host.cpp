@@ -68,6 +68,14 @@ void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t
   for (int g = 0; g < view.n; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
 }
 
+void games_step_rows_host(const GameConfig& cfg, const GamesView& view, int g0, int g1, const int32_t* actions,
+                          uint64_t seed, const uint32_t* epoch, uint32_t t, float* reward_out, float* obs_next) {
+  check_games_args(cfg, view);
+  if (g0 < 0 || g1 > view.n || g0 > g1) throw std::invalid_argument("games_step_rows_host: games out of range");
+  const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, seed, *epoch, t};
+  for (int g = g0; g < g1; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
+}
+
 void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
                               const float* coins, const int32_t* spawn_x, uint32_t t, float* reward_out,
                               float* obs_next) {

@@ -81,6 +81,13 @@ void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* ou
                           [&](int r0, int r1) { forward_rows(a, bias, out, r0, r1, N, spec, epoch); });
 }
 
+void bias_gelu_dropout_forward_rows_host(const float* a, const float* bias, float* out, int r0, int r1, int N,
+                                         const DropoutSpec& spec) {
+  check_dropout(spec, "bias_gelu_dropout_forward_rows_host");
+  check_shape(r1 - r0, N, "bias_gelu_dropout_forward_rows_host");
+  forward_rows(a, bias, out, r0, r1, N, spec, spec.p > 0.f ? *spec.epoch : 0u);
+}
+
 void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da,
                                      float* dbias, int M, int N, const DropoutSpec& spec, float* scratch) {
   check_dropout(spec, "bias_gelu_dropout_backward_host");

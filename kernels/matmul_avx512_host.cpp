@@ -140,6 +140,12 @@ bool forward_few_outputs(const float* X, const float* W, const float* bias, floa
   return true;
 }
 
+bool forward_few_inputs_rows(const float* X, const float* Wt, float* Y, int r0, int r1, int N, int K) {
+  if (!cpu_has_avx512() || K >= 16) return false;
+  few_inputs_rows(X, Wt, nullptr, Y, r0, r1, N, K);
+  return true;
+}
+
 bool forward_few_inputs(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K) {
   if (!cpu_has_avx512() || K >= 16) return false;
   thread_local std::vector<float> wt;  // grows once per thread, never per call
@@ -184,6 +190,7 @@ bool add_weight_grad_transposed(const float* dY, const float* X, float* Pt, int 
 bool add_weight_grad_transposed(const float*, const float*, float*, int, int, int) { return false; }
 bool forward_few_outputs(const float*, const float*, const float*, float*, int, int, int) { return false; }
 bool forward_few_inputs(const float*, const float*, const float*, float*, int, int, int) { return false; }
+bool forward_few_inputs_rows(const float*, const float*, float*, int, int, int, int) { return false; }
 bool weight_grad_few_inputs(const float*, const float*, float*, int, int, int, bool) { return false; }
 #endif
 

@@ -14,6 +14,10 @@ bool forward_few_outputs(const float* X, const float* W, const float* bias, floa
 // The same for K < 16: per row, K broadcasts times rows of W^T (transposed once per call).
 bool forward_few_inputs(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K);
 
+// Rows [r0, r1) of forward_few_inputs without bias, on the calling thread, from Wt = W^T [K, N]
+// transposed once by the caller (the host rollout reuses it for 200 steps).
+bool forward_few_inputs_rows(const float* X, const float* Wt, float* Y, int r0, int r1, int N, int K);
+
 // dW[N,K] (+)= dY[M,N]^T X[M,K] for K < 16: partial sums over fixed 512-row slices of the M
 // rows (in parallel), then the slices added in order.
 bool weight_grad_few_inputs(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate);

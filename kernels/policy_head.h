@@ -88,6 +88,11 @@ GRPO_HD float policy_loss_row(const float* z, int32_t action, float adv, float e
 void sample_actions_host(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                          int32_t* actions, float* logp_action);
 
+// Host only: rows [r0, r1) of sample_actions_host (row indices as in the whole call), on the
+// calling thread.
+void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed, const uint32_t* epoch,
+                              uint32_t step, int32_t* actions);
+
 // Loss over M samples: L = mean_i [-logp_i(a_i) clamp(A_i, -5, 5) - entropy_coef H_i].
 //   dlogits[M, 3] = dL/dz (1/M included); *loss_out = L; *entropy_out = mean H (nullable).
 // loss_out/entropy_out are device scalars for the launcher. Deterministic two-stage mean:
