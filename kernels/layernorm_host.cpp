@@ -96,15 +96,15 @@ GRPO_LN_CLONES void add_outer_rows(const float* dh0, const float* x, float* pw, 
     }
 }
 
-// Stage two of the column sums: out_q[c] = sum over chunks of part[(ch * stride) + q * N + c] in
-// chunk order, in double, for the n_out quantities q; columns split over the pool in fixed blocks.
-void finish_columns(const float* part, unsigned chunks, size_t stride, int N, float* const* out, int n_out) {
-  const int cols = N * n_out, block = 256;
+// Stage two of the column sums: out[i] = sum over chunks of part[ch * stride + i] in chunk order,
+// in double, for i < cols; the columns split over the pool in fixed blocks.
+void finish_columns(const float* part, unsigned chunks, size_t stride, int cols, float* out) {
+  const int block = 256;
   auto run = [&](int b) {
     for (int i = b * block; i < std::min(cols, (b + 1) * block); ++i) {
       double acc = 0;
       for (unsigned ch = 0; ch < chunks; ++ch) acc += part[ch * stride + size_t(i)];
-      out[i / N][i % N] = float(acc);
+      out[i] = float(acc);
     }
   };
   const int blocks = (cols + block - 1) / block;
@@ -178,11 +178,12 @@ void layernorm_input_backward_host(const float* dh1, const float* h0, const floa
   };
   if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
   else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
-  std::vector<float*> out{dgamma, dbeta};
-  thread_local std::vector<float> wt;  // dW_in transposed, [D, N]; grows once
-  if (wt.size() < size_t(D) * N) wt.resize(size_t(D) * N);
-  for (int k = 0; k < D; ++k) out.push_back(wt.data() + size_t(k) * N);
-  finish_columns(partial, chunks, stride, N, out.data(), 2 + D);
+  thread_local std::vector<float> total;  // dgamma, dbeta, dW_in transposed [D, N]; grows once
+  if (total.size() < stride) total.resize(stride);
+  finish_columns(partial, chunks, stride, int(stride), total.data());
+  std::copy_n(total.data(), N, dgamma);
+  std::copy_n(total.data() + N, N, dbeta);
+  const float* wt = total.data() + 2 * size_t(N);
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < D; ++k) dW_in[size_t(n) * D + k] = wt[size_t(k) * N + n];
 }
