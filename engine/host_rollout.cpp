@@ -26,8 +26,7 @@ void rollout_host(const Ops::Rollout& r, const GameConfig& game, int replicas, c
   // fc_in's weight transposed once for all steps (the AVX-512 few-inputs path wants W^T).
   thread_local std::vector<float> wt;  // grows once; the workers read the caller's copy
   if (wt.size() < size_t(D) * H) wt.resize(size_t(D) * H);
-  for (int n = 0; n < H; ++n)
-    for (int k = 0; k < D; ++k) wt[size_t(k) * H + n] = r.p.fc_in_w[size_t(n) * D + k];
+  avx512mm::transpose(r.p.fc_in_w, H, D, wt.data());
   const float* fc_in_t = wt.data();  // a thread_local named inside the lambda would be the worker's own
   const bool fc1_packed = fc1 && fc1->source == r.p.fc1_w && fc1->inner == H && fc1->cols == H;
 

@@ -5,13 +5,7 @@
 #include <cstddef>
 
 #if defined(__x86_64__) || defined(__i386__)
-// GCC 12's AVX-512 intrinsics start from _mm512_undefined_epi32(), which -Wuninitialized reports
-// inside the header when they are inlined into a target("avx512f") function (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/immintrin_host.h"
 #define GRPO_HOST_X86 1
 #endif
 

@@ -7,12 +7,7 @@
 #include "kernels/parallel_fast_host.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics trip -W(maybe-)uninitialized inside the header (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/immintrin_host.h"
 #define GRPO_PACKED_AVX512 1
 #endif
 
@@ -111,7 +106,7 @@ bool gemm(const float* A, int M, const PackedB& B, const float* bias, float* Y) 
     const int g = w % groups, s = w / groups;
     rows_panels(A, s * slab, std::min(M, (s + 1) * slab), B, bias, Y, g * per, std::min(panels, (g + 1) * per));
   };
-  if (2.0 * M * B.inner * B.cols >= 4e6) hostpar::parallel_for(groups * slabs, item);
+  if (2.0 * M * B.inner * B.cols >= hostpar::kParallelFlops) hostpar::parallel_for(groups * slabs, item);
   else for (int w = 0; w < groups * slabs; ++w) item(w);
   return true;
 #else

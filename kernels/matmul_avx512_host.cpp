@@ -9,21 +9,20 @@
 #include "kernels/parallel_fast_host.h"
 
 #if defined(__x86_64__)
-// GCC 12's AVX-512 intrinsics trip -Wuninitialized inside the header (GCC bug 105593).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "kernels/immintrin_host.h"
 #define GRPO_MM_AVX512 1
 #endif
 
 namespace grpo::avx512mm {
 
+void transpose(const float* W, int N, int K, float* Wt) {
+  for (int n = 0; n < N; ++n)
+    for (int k = 0; k < K; ++k) Wt[size_t(k) * N + n] = W[size_t(n) * K + k];
+}
+
 #if defined(GRPO_MM_AVX512)
 namespace {
 
-constexpr double kParallelFlops = 4e6;  // as matmul_host.cpp: below this, the calling thread alone
 constexpr int kSliceRows = 512;         // rows per partial sum of weight_grad_few_inputs
 
 #define GRPO_AVX512 __attribute__((target("avx512f")))
@@ -135,7 +134,7 @@ constexpr SliceFn slice_fn(int K, std::integer_sequence<int, Ks...>) {
 
 bool forward_few_outputs(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K) {
   if (!cpu_has_avx512() || N >= 16) return false;
-  const double parallel_rows = kParallelFlops / (2.0 * N * K);
+  const double parallel_rows = hostpar::kParallelFlops / (2.0 * N * K);
   hostpar::for_row_ranges(M, 1, parallel_rows, [&](int r0, int r1) { few_outputs_rows(X, W, bias, Y, r0, r1, N, K); });
   return true;
 }
@@ -150,10 +149,9 @@ bool forward_few_inputs(const float* X, const float* W, const float* bias, float
   if (!cpu_has_avx512() || K >= 16) return false;
   thread_local std::vector<float> wt;  // grows once per thread, never per call
   if (wt.size() < size_t(K) * N) wt.resize(size_t(K) * N);
-  for (int n = 0; n < N; ++n)
-    for (int k = 0; k < K; ++k) wt[size_t(k) * N + n] = W[size_t(n) * K + k];
+  transpose(W, N, K, wt.data());
   const float* t = wt.data();
-  const double parallel_rows = kParallelFlops / (2.0 * N * K);
+  const double parallel_rows = hostpar::kParallelFlops / (2.0 * N * K);
   hostpar::for_row_ranges(M, 1, parallel_rows, [&](int r0, int r1) { few_inputs_rows(X, t, bias, Y, r0, r1, N, K); });
   return true;
 }
@@ -169,7 +167,7 @@ bool weight_grad_few_inputs(const float* dY, const float* X, float* dW, int M, i
   auto slice = [&](int s) {
     fn(dY, X, P + size_t(s) * plane, s * kSliceRows, std::min(M, (s + 1) * kSliceRows), N, true);
   };
-  if (2.0 * M * N * K >= kParallelFlops) hostpar::parallel_for(slices, slice);
+  if (2.0 * M * N * K >= hostpar::kParallelFlops) hostpar::parallel_for(slices, slice);
   else for (int s = 0; s < slices; ++s) slice(s);
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < K; ++k) {

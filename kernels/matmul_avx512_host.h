@@ -14,6 +14,9 @@ bool forward_few_outputs(const float* X, const float* W, const float* bias, floa
 // The same for K < 16: per row, K broadcasts times rows of W^T (transposed once per call).
 bool forward_few_inputs(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K);
 
+// Wt[K, N] = W[N, K]^T (plain C++, any CPU): the layout the few-inputs paths read.
+void transpose(const float* W, int N, int K, float* Wt);
+
 // Rows [r0, r1) of forward_few_inputs without bias, on the calling thread, from Wt = W^T [K, N]
 // transposed once by the caller (the host rollout reuses it for 200 steps).
 bool forward_few_inputs_rows(const float* X, const float* Wt, float* Y, int r0, int r1, int N, int K);

@@ -29,7 +29,6 @@ constexpr int kRowTile = 256;
 constexpr int kColTile = 256;
 constexpr int kSplitInner = 8192;         // a single-tile product summing over at least this many...
 constexpr int kInnerParts = 4;            // ...is split into this many fixed slices of the sum
-constexpr double kParallelFlops = 4e6;    // below this a product runs on the calling thread
 
 // OpenBLAS's own threads off, once, before the first product.
 void single_threaded_blas() {
@@ -57,7 +56,7 @@ void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int 
   const bool by_rows = rows >= 256 || rows >= cols;
   const int extent = by_rows ? rows : cols, tile = by_rows ? kRowTile : kColTile;
   const int tiles = (extent + tile - 1) / tile;
-  if (tiles < 2 && inner >= kSplitInner && 2.0 * rows * cols * inner >= kParallelFlops) {
+  if (tiles < 2 && inner >= kSplitInner && 2.0 * rows * cols * inner >= hostpar::kParallelFlops) {
     // A small output over a long sum (dW at hidden 64: 64 x 64 over 27,200 rows) has one tile;
     // split the sum into kInnerParts fixed slices instead, each into its own partial in this
     // thread's buffer (grown once, never per call), then add the partials in slice order. The
@@ -86,7 +85,7 @@ void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int 
       }
     return;
   }
-  const bool parallel = 2.0 * rows * cols * inner >= kParallelFlops && tiles > 1;
+  const bool parallel = 2.0 * rows * cols * inner >= hostpar::kParallelFlops && tiles > 1;
   auto tile_fn = [&](int t) {
     const int s0 = t * tile, n = std::min(tile, extent - s0);
     if (by_rows)
@@ -114,7 +113,7 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
   if (avx512mm::forward_few_inputs(X, W, bias, Y, M, N, K)) return;
   if (N < 16) {
     // The 3-wide policy head: sgemm's packing costs more than these dot products.
-    const double parallel_rows = kParallelFlops / (double(N) * K);  // rows below which one thread does it all
+    const double parallel_rows = hostpar::kParallelFlops / (double(N) * K);  // rows below which one thread does it all
     hostpar::for_row_ranges(M, 1, parallel_rows, [&](int r0, int r1) {
     for (int r = r0; r < r1; ++r) {
       const float* x = X + size_t(r) * K;

@@ -18,6 +18,10 @@ using ChunkFn = void (*)(void* ctx, int chunk);
 // is rethrown here (after the other chunks have finished).
 void run_chunks(int n, ChunkFn fn, void* ctx);
 
+// Below this many FLOPs a host product runs on the calling thread: handing tiles to the worker
+// costs more than the work (matmul_host.cpp, matmul_avx512_host.cpp, gemm_packed_host.cpp).
+constexpr double kParallelFlops = 4e6;
+
 // Whether the calling thread is inside a chunk of run_chunks (so anything it runs in parallel
 // runs serially). True in the chunks of a serial run too, so the answer never depends on the
 // thread count.
