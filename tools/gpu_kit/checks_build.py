@@ -1,0 +1,88 @@
+"""Device facts, the native-architecture build with warnings as errors, and the test suites."""
+import json
+import os
+
+from . import parse
+
+
+def device_facts(kit):
+    """nvidia-smi first (it answers even when our build fails), then build/gpu/device_facts_cuda
+    for what the CUDA runtime says (SMs, compute capability, L2, runtime version)."""
+    q = "name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,pci.bus_id"
+    res = kit.run.run("nvidia-smi", ["nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader,nounits"], 30)
+    if res is None:
+        return kit.not_run("device", "dry run")
+    if not res.ok:
+        return kit.record("device", "fail", "nvidia-smi failed: no GPU answers", res.seconds, res.log)
+    try:
+        name, driver, mem, sm_clk, mem_clk, bus = parse.csv_row(res.out)[:6]
+    except ValueError as e:
+        return kit.record("device", "fail", str(e), res.seconds, res.log)
+    kit.device.update({"name": name, "driver_version": driver, "memory_mib": int(float(mem)),
+                       "max_sm_clock_mhz": int(float(sm_clk)), "max_mem_clock_mhz": int(float(mem_clk)),
+                       "pci_bus_id": bus})
+    return kit.record("device", "pass", "%s, driver %s, %s MiB" % (name, driver, mem), res.seconds, res.log)
+
+
+def runtime_facts(kit):
+    if not kit.have("device_facts_cuda"):
+        return kit.not_run("device runtime facts", "build/gpu/device_facts_cuda missing")
+    res = kit.run.run("device-facts", [kit.bin("device_facts_cuda")], 30)
+    if res is None:
+        return kit.not_run("device runtime facts", "dry run")
+    if not res.ok:
+        return kit.from_result("device runtime facts", res, "")
+    try:
+        facts = json.loads(res.out)
+    except ValueError as e:
+        return kit.record("device runtime facts", "fail", "bad JSON: %s" % e, res.seconds, res.log)
+    kit.device.update(facts)
+    return kit.record("device runtime facts", "pass",
+                      "cc %s, %s SMs, runtime %s, driver %s" % (facts.get("compute_capability"), facts.get("sms"),
+                                                             facts.get("runtime_version"),
+                                                             facts.get("driver_version_cuda")),
+                      res.seconds, res.log)
+
+
+def build(kit):
+    """tools/build gpu with -DGRPO_WERROR=ON (a register spill or local memory fails it) for the
+    GPU in the machine. A dry run (no GPU) keeps every configured setting, so in CI it is the
+    incremental no-op after tools/test's own gpu build (which has -DGRPO_WERROR=ON there)."""
+    argv = [os.path.join(kit.root, "tools", "build"), "gpu"]
+    if not kit.dry_run:
+        argv += ["-DGRPO_WERROR=ON", "-DCMAKE_CUDA_ARCHITECTURES=native"]
+    res = kit.run.run("build", argv, 540, needs_gpu=False)
+    return kit.from_result("build (gpu flavour, native arch, -Werror)", res,
+                           "built in %.0f s" % res.seconds if res else "")
+
+
+def binaries(kit, names):
+    """Every program the later steps call exists: catches a renamed target in a dry run."""
+    missing = [n for n in names if not kit.have(n)]
+    script = os.path.join(kit.root, "bench", "torch_baseline.py")
+    if not os.path.exists(script):
+        missing.append("bench/torch_baseline.py")
+    if missing:
+        return kit.record("programs present", "fail", "missing: " + ", ".join(missing))
+    return kit.record("programs present", "pass", "%d programs" % (len(names) + 1))
+
+
+def ctest(kit, name, label_args, timeout):
+    """One ctest run over build/gpu; a skipped test on a GPU machine is a failure (every
+    *_cuda test skips only when no device answers)."""
+    if not kit.have("grpo"):
+        return kit.not_run(name, "the build failed")
+    junit = os.path.join(kit.tmp("ctest"), name.replace(" ", "-") + ".xml")
+    jobs = str(min(os.cpu_count() or 2, 16))
+    argv = ["ctest", "--test-dir", kit.build, "-j", jobs, "--output-on-failure", "--no-tests=error",
+            "--output-junit", junit] + label_args
+    res = kit.run.run(name.replace(" ", "-"), argv, timeout)
+    if res is None:
+        return kit.not_run(name, "dry run")
+    try:
+        passed, failed, skipped, bad = parse.junit_counts(junit)
+    except (OSError, ValueError) as e:
+        return kit.record(name, "fail", "no JUnit result (%s); exit %d" % (e, res.rc), res.seconds, res.log)
+    figure = "%d passed, %d failed, %d skipped" % (passed, failed, skipped)
+    status = "pass" if res.ok and failed == 0 and skipped == 0 and passed > 0 else "fail"
+    return kit.record(name, status, figure, res.seconds, res.log, detail=bad[:40] or None)

@@ -1,0 +1,134 @@
+"""Correctness on the real GPU: compute-sanitizer over the kernel tests and short training runs,
+graph replay against eager launches bit for bit, and the CUDA executor against the host one."""
+import math
+import os
+
+from . import kit as kitmod
+from . import parse
+
+TOOLS = ["memcheck", "racecheck", "synccheck", "initcheck"]
+
+
+def _train(kit, tag, extra, epochs, prefix=(), timeout=120, config=kitmod.TINY):
+    """grpo train with `config` for `epochs` epochs into a fresh folder; returns (Result, dir)."""
+    out = kit.tmp("train-" + tag)
+    for f in os.listdir(out):
+        os.remove(os.path.join(out, f))
+    argv = list(prefix) + [kit.bin("grpo"), "train", "--total-epochs", str(epochs), "--out", out] + config + extra
+    return kit.run.run("train-" + tag, argv, timeout), out
+
+
+def sanitizers(kit):
+    """Each tool over test_kernels_cuda and over a 3-epoch grpo train, eager and graph (the
+    graph run captures after its eager epoch 0, so both launch paths are covered)."""
+    tools = ["memcheck"] if kit.quick else TOOLS
+    if kit.quick:
+        kit.not_run("compute-sanitizer racecheck, synccheck, initcheck", "--quick")
+    if not kit.have("grpo", "test_kernels_cuda"):
+        for t in tools:
+            kit.not_run("compute-sanitizer " + t, "the build failed")
+        return
+    table = {}
+    for t in tools:
+        cs = ["compute-sanitizer", "--tool", t, "--print-limit", "20"]
+        if t == "racecheck":
+            cs += ["--racecheck-report", "all"]
+        counts, logs, status, seconds = {}, [], "pass", 0.0
+        runs = [("kernel-tests", cs + [kit.bin("test_kernels_cuda"), "--gtest_brief=1"], None),
+                ("train-eager", None, ["--backend", "cuda", "--no-graph"]),
+                ("train-graph", None, ["--backend", "cuda"])]
+        for what, argv, extra in runs:
+            if argv is not None:
+                res = kit.run.run("%s-%s" % (t, what), argv, 240)
+            else:
+                res, _ = _train(kit, "%s-%s" % (t, what), extra, 3, prefix=cs, timeout=240, config=kitmod.SHORT)
+            if res is None:
+                status = "not run"
+                continue
+            seconds += res.seconds
+            logs.append(res.log)
+            try:
+                errors, warnings = parse.sanitizer_errors(res.out)
+                counts[what] = errors
+                if errors or not res.ok:
+                    status = "fail"
+            except ValueError:
+                counts[what] = "no summary (%s)" % ("timed out" if res.timed_out else "exit %d" % res.rc)
+                status = "fail"
+        table[t] = counts
+        figure = ", ".join("%s %s" % (k, v) for k, v in counts.items()) + (" errors" if counts else "dry run")
+        kit.record("compute-sanitizer " + t, status, figure, seconds, ", ".join(logs) or None)
+    kit.data["sanitizer_errors"] = table
+
+
+def graph_equals_eager(kit):
+    """Five epochs captured and replayed against five eager ones: every tensor of the final
+    checkpoint and every epoch's metrics equal bit for bit."""
+    name = "graph replay == eager (5 epochs, bit for bit)"
+    if not kit.have("grpo"):
+        return kit.not_run(name, "the build failed")
+    g, gdir = _train(kit, "graph", ["--backend", "cuda"], 5)
+    e, edir = _train(kit, "eager", ["--backend", "cuda", "--no-graph"], 5)
+    if g is None or e is None:
+        return kit.not_run(name, "dry run")
+    if not (g.ok and e.ok):
+        return kit.record(name, "fail", "a run failed (graph exit %d, eager exit %d)" % (g.rc, e.rc),
+                          g.seconds + e.seconds, g.log + ", " + e.log)
+    try:
+        tg = parse.safetensors_tensors(os.path.join(gdir, "final.safetensors"))
+        te = parse.safetensors_tensors(os.path.join(edir, "final.safetensors"))
+        mg = parse.metrics(os.path.join(gdir, "metrics.jsonl"))
+        me = parse.metrics(os.path.join(edir, "metrics.jsonl"))
+    except (OSError, ValueError, KeyError) as ex:
+        return kit.record(name, "fail", "unreadable output: %s" % ex, g.seconds + e.seconds)
+    differ = sorted(k for k in tg if tg[k] != te.get(k)) + sorted(set(te) - set(tg))
+    keys = ("score", "loss", "grad_norm", "reward")
+    mdiff = [r["epoch"] for r, s in zip(mg, me) if any(r.get(k) != s.get(k) for k in keys)]
+    if differ or mdiff or len(mg) != len(me):
+        return kit.record(name, "fail", "tensors differ: %s; epochs whose metrics differ: %s" % (differ, mdiff),
+                          g.seconds + e.seconds)
+    return kit.record(name, "pass", "%d tensors and %d epochs identical" % (len(tg), len(mg)), g.seconds + e.seconds)
+
+
+# Per-epoch tolerances against the host executor (docs/design.md, "Tolerances"): fp32 products
+# differ from OpenBLAS's only in summation order, so the sampled actions, and hence the scores,
+# are the same; TF32's ~1e-3 product error may flip a rare action near a sampling boundary.
+TOL = {False: {"loss": (1e-4, 1e-3), "grad_norm": (0.0, 1e-3), "score": 0.0},
+       True: {"loss": (1e-3, 2e-2), "grad_norm": (0.0, 2e-2), "score": 1.0}}
+
+
+def cuda_matches_host(kit, tf32):
+    name = "cuda executor == host executor (3 epochs%s)" % (", TF32" if tf32 else "")
+    if not kit.have("grpo"):
+        return kit.not_run(name, "the build failed")
+    tag = "-tf32" if tf32 else ""
+    h, hdir = _train(kit, "host" + tag, ["--backend", "host"], 3)
+    d, ddir = _train(kit, "cuda" + tag, ["--backend", "cuda"] + (["--tf32"] if tf32 else []), 3)
+    if h is None or d is None:
+        return kit.not_run(name, "dry run")
+    if not (h.ok and d.ok):
+        return kit.record(name, "fail", "a run failed (host exit %d, cuda exit %d)" % (h.rc, d.rc),
+                          h.seconds + d.seconds, h.log + ", " + d.log)
+    try:
+        mh = parse.metrics(os.path.join(hdir, "metrics.jsonl"))
+        md = parse.metrics(os.path.join(ddir, "metrics.jsonl"))
+    except (OSError, ValueError) as ex:
+        return kit.record(name, "fail", "unreadable metrics: %s" % ex, h.seconds + d.seconds)
+    tol, worst, bad = TOL[tf32], {"loss": 0.0, "grad_norm": 0.0, "score": 0.0}, []
+    if len(mh) != 3 or len(md) != 3:
+        bad.append("epochs: host %d, cuda %d" % (len(mh), len(md)))
+    for a, b in zip(mh, md):
+        for k in ("loss", "grad_norm"):
+            ref, got = float(a[k]), float(b[k])
+            err = abs(got - ref)
+            worst[k] = max(worst[k], err / max(abs(ref), 1e-30))
+            if not (err <= tol[k][0] + tol[k][1] * abs(ref)) or math.isnan(got):
+                bad.append("epoch %d %s %.9g vs host %.9g" % (a["epoch"], k, got, ref))
+        ds = abs(float(a["score"]) - float(b["score"]))
+        worst["score"] = max(worst["score"], ds)
+        if ds > tol["score"]:
+            bad.append("epoch %d score %s vs host %s" % (a["epoch"], b["score"], a["score"]))
+    figure = "max rel diff loss %.2e, grad norm %.2e; max score diff %.3g" % (worst["loss"], worst["grad_norm"],
+                                                                               worst["score"])
+    kit.data.setdefault("host_parity", {})["tf32" if tf32 else "fp32"] = worst
+    return kit.record(name, "fail" if bad else "pass", figure, h.seconds + d.seconds, detail=bad or None)

@@ -1,0 +1,139 @@
+"""Speed on the real GPU: graph node counts, per-op kernel rates against the measured ceilings,
+epochs/s eager and graph at the small and reference presets with the peak GPU memory, and the
+PyTorch baseline on the same GPU."""
+import json
+import os
+
+from . import parse
+
+PRESETS = ("small", "reference")
+
+
+def graph_nodes(kit):
+    counts = {}
+    for p in PRESETS:
+        name = "grpo info --graph (%s)" % p
+        if not kit.have("grpo"):
+            kit.not_run(name, "the build failed")
+            continue
+        res = kit.run.run("info-graph-" + p, [kit.bin("grpo"), "info", "--graph", "--preset", p], 180)
+        if res is None or not res.ok:
+            kit.from_result(name, res, "")
+            continue
+        try:
+            counts[p] = parse.graph_nodes(res.out)
+        except ValueError as e:
+            kit.record(name, "fail", str(e), res.seconds, res.log)
+            continue
+        kit.record(name, "pass", "%d nodes per epoch graph" % counts[p], res.seconds, res.log)
+    kit.data["graph_nodes"] = counts
+
+
+def _load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def bench_kernels(kit):
+    name = "bench_kernels_cuda (small and reference shapes)"
+    if not kit.have("bench_kernels_cuda"):
+        return kit.not_run(name, "the build failed")
+    path = os.path.join(kit.tmp("bench"), "kernels.json")
+    repeats = "5" if kit.quick else "20"
+    res = kit.run.run("bench-kernels", [kit.bin("bench_kernels_cuda"), "--repeats", repeats, "--json", path], 300)
+    if res is None or not res.ok:
+        return kit.from_result(name, res, "")
+    try:
+        doc = _load(path)
+        rows = doc["rows"]
+        fr = [r["fraction"] for r in rows]
+    except (OSError, ValueError, KeyError) as e:
+        return kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
+    kit.data["kernels"] = {"copy_gbps": doc.get("copy_gbps"), "sgemm_gflops": doc.get("sgemm_gflops"), "rows": rows}
+    return kit.record(name, "pass", "%d op x shape rows, %.0f%%-%.0f%% of the ceilings; copy %.0f GB/s, sgemm %.0f "
+                      "GFLOP/s" % (len(rows), 100 * min(fr), 100 * max(fr), doc.get("copy_gbps", 0),
+                                   doc.get("sgemm_gflops", 0)), res.seconds, res.log)
+
+
+def bench_epochs(kit):
+    """bench_epoch per preset and executor (eager, graph); the peak of nvidia-smi's used memory
+    while each runs (the whole GPU: the CUDA context and cuBLAS included)."""
+    epochs, steps, peak = {}, {}, {}
+    for p in PRESETS:
+        for ex in ("eager", "graph"):
+            name = "bench_epoch %s %s" % (p, ex)
+            if kit.quick and ex == "eager" and p == "reference":
+                kit.not_run(name, "--quick")
+                continue
+            if not kit.have("bench_epoch"):
+                kit.not_run(name, "the build failed")
+                continue
+            path = os.path.join(kit.tmp("bench"), "epoch-%s-%s.json" % (p, ex))
+            reps = "5" if kit.quick else "15"
+            kit.memory.reset()
+            res = kit.run.run("bench-epoch-%s-%s" % (p, ex), [kit.bin("bench_epoch"), "--preset", p, "--executor", ex,
+                                                               "--warmup", "3", "--repeats", reps, "--json", path], 240)
+            if res is None or not res.ok:
+                kit.from_result(name, res, "")
+                continue
+            try:
+                row = [r for r in _load(path)["rows"] if r["executor"] == "cuda " + ex][0]
+            except (OSError, ValueError, KeyError, IndexError) as e:
+                kit.record(name, "fail", "no cuda %s row in the JSON (%s)" % (ex, e), res.seconds, res.log)
+                continue
+            key = p if ex == "graph" else p + "_eager"
+            epochs[key], steps[key] = row["epochs_per_s"], row["game_steps_per_s"]
+            peak[key] = kit.memory.peak()
+            kit.record(name, "pass", "%.1f epochs/s, %.3g game steps/s, %.2fx the device floor, peak %d MiB" % (
+                row["epochs_per_s"], row["game_steps_per_s"], row["x_floor"], peak[key]), res.seconds, res.log)
+    kit.data["epochs_per_s"] = {p: epochs.get(p) for p in PRESETS}
+    kit.data["epochs_per_s_eager"] = {p: epochs.get(p + "_eager") for p in PRESETS}
+    kit.data["game_steps_per_s"] = {p: steps.get(p) for p in PRESETS}
+    kit.data["peak_gpu_memory_mib"] = peak
+
+
+def torch_baseline(kit):
+    """bench/torch_baseline.py on the same GPU, eager and torch.compile; the best of the two is
+    the peer the engine's graph mode is compared with."""
+    script = os.path.join(kit.root, "bench", "torch_baseline.py")
+    best, runs = {}, {}
+    for p in PRESETS:
+        for mode in ("eager", "compile"):
+            name = "torch baseline %s %s" % (p, mode)
+            if kit.quick and mode == "compile":
+                kit.not_run(name, "--quick")
+                continue
+            path = os.path.join(kit.tmp("bench"), "torch-%s-%s.json" % (p, mode))
+            argv = [kit.python, script, "--preset", p, "--device", "cuda", "--epochs", "8", "--warmup", "3",
+                    "--json", path] + (["--compile"] if mode == "compile" else [])
+            res = kit.run.run("torch-%s-%s" % (p, mode), argv, 420 if mode == "compile" else 240)
+            if res is None or not res.ok:
+                kit.from_result(name, res, "")
+                continue
+            try:
+                doc = _load(path)
+                eps = float(doc["epochs_per_s"])
+            except (OSError, ValueError, KeyError) as e:
+                kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
+                continue
+            runs["%s_%s" % (p, mode)] = {"epochs_per_s": eps, "game_steps_per_s": doc.get("game_steps_per_s"),
+                                         "torch_version": doc.get("torch_version")}
+            best[p] = max(best.get(p, 0.0), eps)
+            kit.record(name, "pass", "%.1f epochs/s (torch %s)" % (eps, doc.get("torch_version")), res.seconds, res.log)
+    kit.data["torch_epochs_per_s"] = {p: best.get(p) for p in PRESETS}
+    kit.data["torch_runs"] = runs
+
+
+def ahead_of_torch(kit):
+    """The engine's graph mode against the best PyTorch mode, per preset: a measurement, not a
+    test of correctness; it fails while the engine is behind."""
+    ours, theirs = kit.data.get("epochs_per_s", {}), kit.data.get("torch_epochs_per_s", {})
+    ratios = {}
+    for p in PRESETS:
+        if ours.get(p) and theirs.get(p):
+            ratios[p] = ours[p] / theirs[p]
+    kit.data["engine_over_torch"] = ratios
+    if len(ratios) < len(PRESETS):
+        return kit.not_run("engine ahead of PyTorch", "a figure is missing" if not kit.dry_run else "dry run")
+    figure = ", ".join("%s %.2fx" % (p, r) for p, r in ratios.items())
+    return kit.record("engine ahead of PyTorch", "pass" if min(ratios.values()) > 1 else "fail", figure)

@@ -1,0 +1,101 @@
+"""gpu-report.md (the summary table first) and gpu-report.json, and the logs as one archive,
+so that the whole result is three files (a lent machine returns at most eight)."""
+import json
+import os
+import subprocess
+import tarfile
+
+
+def _git(root, *args):
+    try:
+        return subprocess.run(["git", "-C", root] + list(args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _cell(v):
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _fmt(v, spec="%.1f"):
+    return "-" if v is None else spec % v
+
+
+def document(kit):
+    failed = [c["name"] for c in kit.checks if c["status"] == "fail"]
+    return {
+        "tool": "tools/gpu_check",
+        "started": kit.started,
+        "seconds": round(kit.elapsed(), 1),
+        "quick": kit.quick,
+        "dry_run": kit.dry_run,
+        "commit": _git(kit.root, "rev-parse", "HEAD"),
+        "tree_dirty": bool(_git(kit.root, "status", "--porcelain", "--untracked-files=no")),
+        "device": dict({"name": kit.device.get("name", "none")}, **kit.device),
+        "summary": {"passed": sum(c["status"] == "pass" for c in kit.checks), "failed": len(failed),
+                    "not_run": sum(c["status"] == "not run" for c in kit.checks), "failed_checks": failed},
+        "checks": kit.checks,
+        "epochs_per_s": kit.data.get("epochs_per_s", {"small": None, "reference": None}),
+        "torch_epochs_per_s": kit.data.get("torch_epochs_per_s", {"small": None, "reference": None}),
+        **{k: v for k, v in kit.data.items() if k not in ("epochs_per_s", "torch_epochs_per_s")},
+    }
+
+
+def markdown(doc):
+    d = doc["device"]
+    s = doc["summary"]
+    lines = ["# GPU check: %s" % d.get("name", "none"), "",
+             "`tools/gpu_check%s%s` at commit %s%s, started %s, %.0f s. %d passed, %d failed, %d not run." % (
+                 " --quick" if doc["quick"] else "", " --dry-run" if doc["dry_run"] else "", doc["commit"][:10],
+                 " (uncommitted changes)" if doc["tree_dirty"] else "", doc["started"], doc["seconds"],
+                 s["passed"], s["failed"], s["not_run"]), "",
+             "| check | result | figure | s |", "| --- | --- | --- | --- |"]
+    for c in doc["checks"]:
+        status = "FAIL" if c["status"] == "fail" else c["status"]
+        lines.append("| %s | %s | %s | %.0f |" % (_cell(c["name"]), status, _cell(c["figure"]), c["seconds"]))
+    lines += ["", "## Device", ""] + ["- %s: %s" % (k, v) for k, v in d.items()]
+    eps, teps, ratio = doc["epochs_per_s"], doc["torch_epochs_per_s"], doc.get("engine_over_torch", {})
+    steps = doc.get("game_steps_per_s", {})
+    eager = doc.get("epochs_per_s_eager", {})
+    lines += ["", "## Epochs per second (training included)", "",
+              "| preset | engine graph | engine eager | game steps/s (graph) | PyTorch best | engine / PyTorch |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for p in ("small", "reference"):
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (p, _fmt(eps.get(p)), _fmt(eager.get(p)),
+                                                          _fmt(steps.get(p), "%.3g"), _fmt(teps.get(p)),
+                                                          _fmt(ratio.get(p), "%.2fx")))
+    k = doc.get("kernels")
+    if k:
+        lines += ["", "## Kernels (events, L2 flushed, median)", "",
+                  "Ceilings measured in the same run: device copy %.0f GB/s, cuBLAS sgemm %.0f GFLOP/s." % (
+                      k["copy_gbps"] or 0, k["sgemm_gflops"] or 0), "",
+                  "| op | case | us/call | rate | fraction of ceiling |", "| --- | --- | --- | --- | --- |"]
+        for r in k["rows"]:
+            lines.append("| %s | %s | %.1f | %.0f %s | %.0f%% |" % (r["op"], r["case"], r["us"], r["rate"], r["unit"],
+                                                                  100 * r["fraction"]))
+    if doc.get("graph_nodes"):
+        lines += ["", "## Graph nodes per epoch", ""] + ["- %s: %d" % kv for kv in doc["graph_nodes"].items()]
+    if doc.get("peak_gpu_memory_mib"):
+        lines += ["", "## Peak GPU memory while timing (nvidia-smi, whole GPU)", ""]
+        lines += ["- %s: %d MiB" % kv for kv in doc["peak_gpu_memory_mib"].items()]
+    details = [c for c in doc["checks"] if c.get("detail")]
+    if details:
+        lines += ["", "## Failure details", ""]
+        for c in details:
+            lines += ["- %s:" % c["name"]] + ["  - %s" % x for x in c["detail"]]
+    lines += ["", "Logs: gpu-logs.tar.gz beside this file (one log per command, named in the JSON's checks)."]
+    return "\n".join(lines) + "\n"
+
+
+def write(kit):
+    doc = document(kit)
+    os.makedirs(kit.out, exist_ok=True)
+    with open(os.path.join(kit.out, "gpu-report.json"), "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    with open(os.path.join(kit.out, "gpu-report.md"), "w") as f:
+        f.write(markdown(doc))
+    with tarfile.open(os.path.join(kit.out, "gpu-logs.tar.gz"), "w:gz") as t:
+        t.add(kit.run.logs, arcname="logs")
+    return doc

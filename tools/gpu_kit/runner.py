@@ -1,0 +1,109 @@
+"""Runs the kit's commands: one log file per command, a time limit each, never an exception
+out of a failed command (a check records the failure and the kit goes on), and a background
+poll of the GPU's used memory so that each check can report its peak."""
+import os
+import shlex
+import subprocess
+import threading
+import time
+
+
+class Result:
+    def __init__(self, rc, out, seconds, log, timed_out=False):
+        self.rc, self.out, self.seconds, self.log, self.timed_out = rc, out, seconds, log, timed_out
+
+    @property
+    def ok(self):
+        return self.rc == 0 and not self.timed_out
+
+
+class Runner:
+    """Runs commands from the repository root, logging each under work/logs/."""
+
+    def __init__(self, root, work, dry_run, budget, env=None):
+        self.root, self.work, self.dry_run = root, work, dry_run
+        self.deadline = time.monotonic() + budget
+        self.logs = os.path.join(work, "logs")
+        os.makedirs(self.logs, exist_ok=True)
+        self.env = dict(os.environ, **(env or {}))
+        self.count = 0
+
+    def run(self, name, argv, timeout, needs_gpu=True, cwd=None):
+        """Runs argv (a list) unless this is a dry run and it needs a GPU; returns a Result, or
+        None when it was only printed. The time limit is cut to what is left of the kit's
+        budget, so that the report is always written; past the budget nothing more starts."""
+        self.count += 1
+        log = os.path.join(self.logs, "%02d-%s.log" % (self.count, name))
+        shown = " ".join(shlex.quote(a) for a in argv)
+        if self.dry_run and needs_gpu:
+            print("  [dry run, not run] " + shown, flush=True)
+            return None
+        left = int(self.deadline - time.monotonic()) - 10
+        if left < 10:
+            print("  [over the time budget, not run] " + shown, flush=True)
+            return Result(125, "[gpu_check: over the time budget, not started]\n", 0.0, "", timed_out=True)
+        timeout = min(timeout, left)
+        print("  $ " + shown, flush=True)
+        start = time.monotonic()
+        try:
+            p = subprocess.run(argv, cwd=cwd or self.root, env=self.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=timeout)
+            out, rc, timed_out = p.stdout.decode("utf-8", "replace"), p.returncode, False
+        except subprocess.TimeoutExpired as e:
+            out = (e.stdout or b"").decode("utf-8", "replace") + "\n[gpu_check: killed after %d s]\n" % timeout
+            rc, timed_out = 124, True
+        except OSError as e:
+            out, rc, timed_out = "[gpu_check: could not start: %s]\n" % e, 127, False
+        seconds = time.monotonic() - start
+        with open(log, "w") as f:
+            f.write("$ " + shown + "\n" + out + "\n[exit %d after %.1f s]\n" % (rc, seconds))
+        if rc != 0:
+            tail = "\n".join(out.strip().splitlines()[-5:])
+            print("    exit %d after %.1f s; last lines:\n    %s" % (rc, seconds, tail.replace("\n", "\n    ")),
+                  flush=True)
+        return Result(rc, out, seconds, os.path.relpath(log, self.work), timed_out)
+
+
+class MemoryPoll:
+    """Samples nvidia-smi's memory.used (MiB, the whole GPU: every process and context) every
+    0.2 s on a thread; peak() since the last reset()."""
+
+    def __init__(self, gpu_index=0):
+        self.gpu = str(gpu_index)
+        self._peak = 0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread = None
+
+    def start(self):
+        argv = ["nvidia-smi", "--id=" + self.gpu, "--query-gpu=memory.used", "--format=csv,noheader,nounits",
+                "-lms", "200"]
+        try:
+            self._proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            return False
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        return True
+
+    def _read(self):
+        for line in self._proc.stdout:
+            try:
+                v = int(line.strip())
+            except ValueError:
+                continue
+            with self._lock:
+                self._peak = max(self._peak, v)
+
+    def reset(self):
+        with self._lock:
+            self._peak = 0
+
+    def peak(self):
+        with self._lock:
+            return self._peak
+
+    def stop(self):
+        if self._thread:
+            self._proc.terminate()
+            self._proc.wait()
