@@ -1,9 +1,12 @@
 // cuBLAS shim: the GEMM entry points the engine calls, with cuBLAS's column-major semantics and
 // argument checks. A GEMM is a HostOp node submitted to the handle's stream, so it runs
 // deferred like a kernel and is captured into graphs. Products accumulate in double and are
-// rounded once (TF32 compute is treated as fp32). C is never read when beta == 0.
+// rounded once (TF32 compute is treated as fp32). C is never read when beta == 0. A shape must
+// have run once outside a capture before a capture may record it.
 #include <cublas_v2.h>
 
+#include <array>
+#include <set>
 #include <vector>
 
 #include "runtime_internal.h"
@@ -15,6 +18,9 @@ struct cublasContext {
   bool user_workspace = false;   // cublasSetStream resets it, as real cuBLAS does
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
+  // GEMM shapes this handle has run outside a capture. cuBLAS sets a shape up lazily on its
+  // first call (kernel choice, module loading), which a capture cannot record.
+  std::set<std::array<long long, 10>> shapes_met;
 };
 
 namespace {
@@ -67,6 +73,12 @@ cublasStatus_t submit_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   // Without a user workspace, a GEMM inside a capture may allocate: unsafe (notes/cuda-graphs.md).
   if (stream_is_capturing(h->stream) && !h->user_workspace) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // A shape first met inside a capture: refused (notes/cuda-graphs.md: warm up every shape).
+  const std::array<long long, 10> shape{trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, h->math};
+  if (!stream_is_capturing(h->stream))
+    h->shapes_met.insert(shape);
+  else if (!h->shapes_met.count(shape))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   const Gemm g{trans_a, trans_b, m, n, k, A, B, C, lda, ldb, ldc, sa, sb, sc, batch};
   Node node(NodeKind::HostOp);
   node.func = reinterpret_cast<const void*>(&gemm_node_identity);
