@@ -44,7 +44,6 @@ class CudaExecutor final : public Executor {
                        gib(free_bytes) + " is free: lower --hidden-size, --batch-size or --max-steps");
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     blas_ = std::make_unique<Blas>(BlasOptions{c.tf32});
-    blas_->bind(stream_);
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream_);
     ops_->set_ranges(!c.use_graph);
     CUDA_CHECK(cudaMalloc(&slabs_, slab_bytes));
