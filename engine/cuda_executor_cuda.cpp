@@ -1,8 +1,15 @@
 // The CUDA executor. Epoch 0 of a process (a warm-up: every cuBLAS shape is met once) runs
 // eagerly; then the whole step plus the copy of the metrics ring into pinned memory is captured
-// into one graph, and every later epoch is one cudaGraphLaunch (notes/cuda-graphs.md). With
-// --no-graph every epoch runs eagerly, with an NVTX range per phase for Nsight Systems.
+// into one graph, and every later epoch is one cudaGraphLaunch (notes/cuda-graphs.md). Nothing is
+// captured before a warm-up epoch has run. With --no-graph every epoch runs eagerly, with an
+// NVTX range per phase for Nsight Systems.
+//
+// All device work, state transfers included, goes to the executor's own stream. It is
+// non-blocking, so it is not ordered after the legacy default stream: a synchronous cudaMemcpy
+// from pageable memory may return before its data lands, and a cudaMemset is asynchronous.
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -37,13 +44,12 @@ class CudaExecutor final : public Executor {
                        gib(free_bytes) + " is free: lower --hidden-size, --batch-size or --max-steps");
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     blas_ = std::make_unique<Blas>(BlasOptions{c.tf32});
-    blas_->bind(stream_);
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream_);
     ops_->set_ranges(!c.use_graph);
     CUDA_CHECK(cudaMalloc(&slabs_, slab_bytes));
     CUDA_CHECK(cudaMalloc(&arena_, arena_bytes_));
-    CUDA_CHECK(cudaMemset(slabs_, 0, slab_bytes));
-    CUDA_CHECK(cudaMemset(arena_, 0, arena_bytes_));
+    CUDA_CHECK(cudaMemsetAsync(slabs_, 0, slab_bytes, stream_));
+    CUDA_CHECK(cudaMemsetAsync(arena_, 0, arena_bytes_, stream_));
     CUDA_CHECK(cudaMallocHost(&pinned_ring_, kMetricsRing * sizeof(TrainScalars)));
     std::memset(pinned_ring_, 0, kMetricsRing * sizeof(TrainScalars));
     for (auto& e : events_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -74,26 +80,34 @@ class CudaExecutor final : public Executor {
 
   bool on_device() const override { return true; }
 
+  // On the executor's stream, so the next epoch's kernels are ordered after the copies; the
+  // synchronisation keeps `s` (pageable) alive until they have landed.
   void set_state(const RunState& s) override {
+    if (s.slabs.size() != 4 * layout_.total)
+      throw std::invalid_argument("set_state: " + std::to_string(s.slabs.size()) + " slab floats for a layout of " +
+                                  std::to_string(4 * layout_.total));
+    CUDA_CHECK(cudaMemcpyAsync(slabs_, s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               stream_));
+    CUDA_CHECK(cudaMemcpyAsync(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice, stream_));
     CUDA_CHECK(cudaStreamSynchronize(stream_));
-    CUDA_CHECK(cudaMemcpy(slabs_, s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice));
     next_epoch_ = s.scalars.epoch;
   }
 
   RunState get_state() override {
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
     RunState s;
     s.slabs.resize(4 * layout_.total);
-    CUDA_CHECK(cudaMemcpy(s.slabs.data(), slabs_, s.slabs.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    CUDA_CHECK(cudaMemcpy(&s.scalars, buffers_.scalars, sizeof s.scalars, cudaMemcpyDeviceToHost));
+    CUDA_CHECK(cudaMemcpyAsync(s.slabs.data(), slabs_, s.slabs.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                               stream_));
+    CUDA_CHECK(cudaMemcpyAsync(&s.scalars, buffers_.scalars, sizeof s.scalars, cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
     return s;
   }
 
   void launch_epoch() override {
     const uint32_t slot = launched_ % kMetricsRing;
-    if (!cfg_.use_graph || launched_ == 0) {
+    if (!cfg_.use_graph || !warmed_up_) {
       enqueue_epoch();
+      warmed_up_ = true;
     } else {
       if (!exec_) capture();
       nvtxRangePushA("epoch graph");
@@ -121,8 +135,16 @@ class CudaExecutor final : public Executor {
     return m;
   }
 
+  // Without a warm-up yet, runs one epoch eagerly first and then restores the state, so the
+  // run is where it was and the next launch_epoch replays the graph.
   size_t capture_graph() override {
     if (!cfg_.use_graph) return 0;
+    if (!warmed_up_) {
+      const RunState s = get_state();
+      enqueue_epoch();
+      warmed_up_ = true;
+      set_state(s);
+    }
     if (!exec_) capture();
     size_t n = 0;
     CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &n));
@@ -131,8 +153,16 @@ class CudaExecutor final : public Executor {
 
  private:
   void capture() {
+    // cuBLAS sets each GEMM shape up on its first call, which a capture cannot record.
+    if (!warmed_up_) throw CudaError("capture before a warm-up epoch has met every cuBLAS shape eagerly");
     CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
-    enqueue_epoch();
+    try {
+      enqueue_epoch();
+    } catch (...) {  // end the capture, or the stream stays unusable
+      cudaGraph_t partial = nullptr;
+      if (cudaStreamEndCapture(stream_, &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+      throw;
+    }
     CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
     CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
   }
@@ -159,6 +189,7 @@ class CudaExecutor final : public Executor {
   StepBuffers buffers_{};
   uint32_t event_epoch_[kMetricsRing] = {};  // the epoch each event's launch ran
   uint64_t launched_ = 0;
+  bool warmed_up_ = false;  // an epoch has run eagerly (capturing is allowed from then on)
   uint32_t next_epoch_ = 0;  // host mirror of the device epoch counter, for naming launches
 };
 

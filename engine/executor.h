@@ -31,8 +31,9 @@ class Executor {
   virtual void launch_epoch() = 0;
   // Blocks until epoch `epoch` has finished and returns its metrics snapshot.
   virtual TrainScalars wait_metrics(uint32_t epoch) = 0;
-  // Captures the epoch graph now if it was not yet (without running it) and returns its node
-  // count; 0 for executors without a graph.
+  // Captures the epoch graph now if it was not yet and returns its node count; 0 for executors
+  // without a graph. Before any epoch has run, it first runs one eagerly (every cuBLAS shape is
+  // then met outside the capture) and restores the state, so the run is where it was.
   virtual size_t capture_graph() { return 0; }
 };
 

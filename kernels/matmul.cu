@@ -1,12 +1,14 @@
-// cuBLAS wrapper for the row-major, [out, in]-weight convention of matmul.h, the bias add that
-// follows the forward GEMM, and the deterministic bias gradient.
+// cuBLASLt wrapper for the row-major, [out, in]-weight convention of matmul.h, the bias add
+// that follows the forward GEMM, and the deterministic bias gradient.
 //
-// cuBLAS is column-major. A row-major [R, C] array is the column-major [C, R] array with the
-// same memory, i.e. its transpose; so each row-major product is computed as its transpose:
+// cuBLASLt's default layout is column-major. A row-major [R, C] array is the column-major [C, R]
+// array with the same memory, i.e. its transpose; so each row-major product is computed as its
+// transpose (gemm(ta, tb, m, n, k, A, lda, B, ldb, C, ldc) below is column-major C = op(A) op(B)):
 //   Y = X W^T    ->  Y^T[N,M]  = (W^T)^T[N,K] X^T[K,M]     gemm(T, N, N, M, K, W, K, X, K, Y, N)
 //   dX = dY W    ->  dX^T[K,M] = W^T[K,N] dY^T[N,M]        gemm(N, N, K, M, N, W, K, dY, N, dX, K)
 //   dW = dY^T X  ->  dW^T[K,N] = X^T[K,M] (dY^T)^T[M,N]    gemm(N, T, K, N, M, X, K, dY, N, dW, K)
 #include <algorithm>
+#include <string>
 
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
@@ -16,30 +18,80 @@
 namespace grpo {
 
 Blas::Blas(BlasOptions options) : options_(options) {
-  CUBLAS_CHECK(cublasCreate(&handle_));
+  CUBLAS_CHECK(cublasLtCreate(&handle_));
   try {
     if (options_.workspace_bytes > 0) CUDA_CHECK(cudaMalloc(&workspace_, options_.workspace_bytes));
-    CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_, options_.workspace_bytes));
-    CUBLAS_CHECK(cublasSetPointerMode(handle_, CUBLAS_POINTER_MODE_HOST));
-    CUBLAS_CHECK(cublasSetMathMode(handle_, options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
+    const uint64_t ws = options_.workspace_bytes;
+    CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   } catch (...) {
+    if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
     cudaFree(workspace_);
-    cublasDestroy(handle_);
+    cublasLtDestroy(handle_);
     throw;
   }
 }
 
-Blas::~Blas() {
-  cublasDestroy(handle_);  // destructors do not throw: errors here are ignored
+Blas::~Blas() {  // destructors do not throw: errors here are ignored
+  for (auto& [shape, p] : plans_) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.desc);
+  }
+  cublasLtMatmulPreferenceDestroy(pref_);
+  cublasLtDestroy(handle_);
   cudaFree(workspace_);
 }
 
-void Blas::bind(cudaStream_t stream) {
-  if (bound_ && stream == stream_) return;
-  CUBLAS_CHECK(cublasSetStream(handle_, stream));
-  CUBLAS_CHECK(cublasSetWorkspace(handle_, workspace_, options_.workspace_bytes));
-  stream_ = stream;
-  bound_ = true;
+const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
+  auto it = plans_.find(s);
+  if (it != plans_.end()) return it->second;
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone)
+    throw CudaError("Blas: first use of a GEMM shape inside a stream capture; run every shape eagerly first");
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, align] = s;
+  Plan p;
+  try {
+    const uint32_t a32 = uint32_t(align);
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+      CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, attr, &a32, sizeof a32));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, options_.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                                          CUDA_R_32F));
+    const int32_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    // Stored shapes (column-major rows x cols): A is op(A)'s transpose when ta, likewise B.
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, ta ? k : m, ta ? m : k, lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, tb ? n : k, tb ? k : n, ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, m, n, ldc));
+    cublasLtMatmulHeuristicResult_t best{};
+    int found = 0;
+    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, 1, &best, &found));
+    if (found < 1)
+      throw CudaError("cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+                      std::to_string(k) + " product");
+    p.algo = best.algo;
+  } catch (...) {
+    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+    throw;
+  }
+  return plans_.emplace(s, p).first->second;
+}
+
+void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
+                int ldc, bool accumulate, cudaStream_t stream) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C);
+  const int align = int(std::min<uintptr_t>(bits & (~bits + 1), 256));  // the lowest set bit, at most 256
+  const Plan& p = plan(Shape{ta, tb, m, n, k, lda, ldb, ldc, align}, stream);
+  const float one = 1.f, beta = accumulate ? 1.f : 0.f;
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_,
+                              options_.workspace_bytes, stream));
 }
 
 // Y[row, col] += bias[col]; one thread per group of 4 columns of a row (float4 when N % 4 == 0).
@@ -60,9 +112,7 @@ void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float
                          cudaStream_t stream) {
   check_linear_shape(M, N, K, "linear_forward_cuda");
   if (M == 0) return;
-  blas.bind(stream);
-  const float one = 1.f, zero = 0.f;
-  CUBLAS_CHECK(cublasSgemm(blas.handle(), CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, W, K, X, K, &zero, Y, N));
+  blas.gemm(true, false, N, M, K, W, K, X, K, Y, N, false, stream);
   if (bias == nullptr) return;
   const bool vec = N % 4 == 0 && aligned16(Y) && aligned16(bias);
   const size_t threads = size_t(M) * ((N + 3) / 4);
@@ -74,9 +124,7 @@ void linear_backward_input_cuda(Blas& blas, const float* dY, const float* W, flo
                                 cudaStream_t stream) {
   check_linear_shape(M, N, K, "linear_backward_input_cuda");
   if (M == 0) return;
-  blas.bind(stream);
-  const float one = 1.f, zero = 0.f;
-  CUBLAS_CHECK(cublasSgemm(blas.handle(), CUBLAS_OP_N, CUBLAS_OP_N, K, M, N, &one, W, K, dY, N, &zero, dX, K));
+  blas.gemm(false, false, K, M, N, W, K, dY, N, dX, K, false, stream);
 }
 
 // Reads 4*(M*N + M*K) bytes, writes 4*N*K (and reads it too when accumulating).
@@ -87,9 +135,7 @@ void linear_backward_weight_cuda(Blas& blas, const float* dY, const float* X, fl
     if (!accumulate) CUDA_CHECK(cudaMemsetAsync(dW, 0, size_t(N) * K * sizeof(float), stream));
     return;
   }
-  blas.bind(stream);
-  const float one = 1.f, beta = accumulate ? 1.f : 0.f;
-  CUBLAS_CHECK(cublasSgemm(blas.handle(), CUBLAS_OP_N, CUBLAS_OP_T, K, N, M, &one, X, K, dY, N, &beta, dW, K));
+  blas.gemm(false, true, K, N, M, X, K, dY, N, dW, K, accumulate, stream);
 }
 
 // Adds 4 columns of one row of dY to the column sums.

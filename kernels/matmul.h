@@ -4,16 +4,18 @@
 //   linear_backward_input:   dX = dY W                        dX: [M, K]
 //   linear_backward_weight:  dW = dY^T X, or dW += dY^T X when accumulate    dW: [N, K]
 //   bias_grad:               db = column sums of dY           db: [N]  (overwritten)
-// The host twins call OpenBLAS; the *_cuda launchers call cuBLAS through a Blas context. fp32
+// The host twins call OpenBLAS; the *_cuda launchers call cuBLASLt through a Blas context. fp32
 // throughout; TF32 tensor cores only when the Blas context was created with tf32 = true.
 // Outputs must not alias inputs.
 #pragma once
+#include <array>
 #include <cstddef>
+#include <map>
 
 #include "kernels/activations_colsum.h"
 
 #if defined(GRPO_HAVE_CUDA)
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #endif
 
@@ -36,11 +38,15 @@ struct BlasOptions {
   size_t workspace_bytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
 };
 
-// One cuBLAS handle and the workspace it owns. Create it before any stream capture: the
-// constructor allocates. cuBLAS then never allocates on its own (notes/cuda-graphs.md), because
-// every cublasSetStream is followed by cublasSetWorkspace with this workspace again (setting
-// the stream resets the workspace to cuBLAS's pool). Host pointer mode: alpha and beta are
-// constants baked into a captured graph. Not thread-safe; one per stream user.
+// One cuBLASLt handle, the workspace it owns, and one fixed algorithm per product shape.
+// Create it before any stream capture: the constructor allocates. cuBLASLt never allocates on
+// its own; every matmul gets this workspace. The algorithm of each (shape, transposes) is chosen
+// once, by cuBLASLt's heuristic at the shape's first use, which must be eager (a warm-up before
+// any capture; a first use inside a capture throws), and reused by every later call, eager or
+// captured: heuristic answers are not promised to agree from one query to the next, and
+// algorithms sum in different orders, so a graph matches eager runs bit for bit only this way.
+// Host pointer mode: alpha and beta are constants baked into a captured graph. Not thread-safe;
+// one per stream user.
 class Blas {
  public:
   explicit Blas(BlasOptions options = {});
@@ -48,17 +54,28 @@ class Blas {
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
 
-  cublasHandle_t handle() const { return handle_; }
   bool tf32() const { return options_.tf32; }
-  // Binds the handle to `stream` (and the workspace again) unless it is already bound to it.
-  void bind(cudaStream_t stream);
+  // Column-major C[m, n] = op(A) op(B), or C += op(A) op(B) when accumulate, on `stream`;
+  // A is lda-strided [m, k] (or [k, m] when ta), B is ldb-strided [k, n] (or [n, k] when tb).
+  void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
+            int ldc, bool accumulate, cudaStream_t stream);
 
  private:
+  // ta, tb, m, n, k, lda, ldb, ldc, and the alignment in bytes (4 to 256) that A, B and C share:
+  // an algorithm needs its operands at least as aligned as the preference it was chosen under.
+  using Shape = std::array<int, 9>;
+  struct Plan {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  const Plan& plan(const Shape& s, cudaStream_t stream);
+
   BlasOptions options_;
-  cublasHandle_t handle_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;
+  cublasLtMatmulPreference_t pref_ = nullptr;
   void* workspace_ = nullptr;
-  cudaStream_t stream_ = nullptr;
-  bool bound_ = false;
+  std::map<Shape, Plan> plans_;
 };
 
 void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,

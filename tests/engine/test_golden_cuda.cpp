@@ -24,7 +24,6 @@ TEST(GoldenCuda, CudaOpsMatchPyTorch) {
   };
   {
     Blas blas;
-    blas.bind(nullptr);
     CudaOps ops(GameConfig{}, 1, blas, nullptr);
     run_golden(ops, mem);
   }

@@ -1,11 +1,16 @@
 // cuBLAS shim: the GEMM entry points the engine calls, with cuBLAS's column-major semantics and
 // argument checks. A GEMM is a HostOp node submitted to the handle's stream, so it runs
-// deferred like a kernel and is captured into graphs. Products accumulate in double and are
-// rounded once (TF32 compute is treated as fp32). C is never read when beta == 0.
+// deferred like a kernel and is captured into graphs. Each call runs the algorithm the
+// heuristic of gemm_model.h picks for it at that call, as cuBLAS does; every algorithm sums in
+// fp32 in its own order (TF32 compute is treated as fp32). C is never read when beta == 0. A
+// shape must have run once outside a capture before a capture may record it.
 #include <cublas_v2.h>
 
+#include <array>
+#include <set>
 #include <vector>
 
+#include "gemm_model.h"
 #include "runtime_internal.h"
 
 using namespace simt::detail;
@@ -15,43 +20,65 @@ struct cublasContext {
   bool user_workspace = false;   // cublasSetStream resets it, as real cuBLAS does
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
+  // GEMM shapes this handle has run outside a capture. cuBLAS sets a shape up lazily on its
+  // first call (kernel choice, module loading), which a capture cannot record.
+  std::set<std::array<long long, 10>> shapes_met;
 };
+
+namespace simt::detail {
+
+void run_gemm(const Gemm& g, float alpha, float beta, int algo) {
+  for (int b = 0; b < g.batch; ++b) {
+    const float* A = g.A + b * g.sa;
+    const float* B = g.B + b * g.sb;
+    const float* Cin = g.Cin + b * g.sc;
+    float* C = g.C + b * g.sc;
+    for (int j = 0; j < g.n; ++j)
+      for (int i = 0; i < g.m; ++i) {
+        auto term = [&](int l) {
+          const float a = g.ta ? A[l + size_t(i) * g.lda] : A[i + size_t(l) * g.lda];
+          const float bb = g.tb ? B[j + size_t(l) * g.ldb] : B[l + size_t(j) * g.ldb];
+          return a * bb;
+        };
+        float acc = 0.f;
+        if (alpha != 0.f) {
+          switch (algo) {
+            case 0: for (int l = 0; l < g.k; ++l) acc += term(l); break;
+            case 1: for (int l = g.k - 1; l >= 0; --l) acc += term(l); break;
+            case 2: {   // split-K in two halves
+              float lo = 0.f, hi = 0.f;
+              for (int l = 0; l < g.k / 2; ++l) lo += term(l);
+              for (int l = g.k / 2; l < g.k; ++l) hi += term(l);
+              acc = lo + hi;
+              break;
+            }
+            default: {  // four interleaved accumulators
+              float p[4] = {0.f, 0.f, 0.f, 0.f};
+              for (int l = 0; l < g.k; ++l) p[l % 4] += term(l);
+              acc = (p[0] + p[1]) + (p[2] + p[3]);
+              break;
+            }
+          }
+        }
+        const float prior = beta == 0.f ? 0.f : beta * Cin[i + size_t(j) * g.ldc];   // beta == 0: C is not read
+        C[i + size_t(j) * g.ldc] = alpha * acc + prior;
+      }
+  }
+}
+
+int gemm_heuristic(const Gemm& g, bool capturing, int rank) {
+  const unsigned long long h = (((g.ta * 2ull + g.tb) * 1000003ull + unsigned(g.m)) * 1000003ull + unsigned(g.n)) *
+                                   1000003ull + unsigned(g.k);
+  const int best = int((h >> 7) % kGemmAlgos);
+  return (best + (capturing ? 1 : 0) + rank) % kGemmAlgos;
+}
+
+}  // namespace simt::detail
 
 namespace {
 
 // Identity of the GEMM "kernel" for graph exec update (same function on both sides).
 void gemm_node_identity() {}
-
-struct Gemm {
-  bool ta, tb;
-  int m, n, k;
-  const float *A, *B;
-  float* C;
-  int lda, ldb, ldc;
-  long long sa, sb, sc;
-  int batch;
-};
-
-void run_gemm(const Gemm& g, float alpha, float beta) {
-  for (int b = 0; b < g.batch; ++b) {
-    const float* A = g.A + b * g.sa;
-    const float* B = g.B + b * g.sb;
-    float* C = g.C + b * g.sc;
-    for (int j = 0; j < g.n; ++j)
-      for (int i = 0; i < g.m; ++i) {
-        double acc = 0;
-        if (alpha != 0.f)
-          for (int l = 0; l < g.k; ++l) {
-            const double a = g.ta ? A[l + size_t(i) * g.lda] : A[i + size_t(l) * g.lda];
-            const double bb = g.tb ? B[j + size_t(l) * g.ldb] : B[l + size_t(j) * g.ldb];
-            acc += a * bb;
-          }
-        float& c = C[i + size_t(j) * g.ldc];
-        const double prior = beta == 0.f ? 0.0 : double(beta) * c;   // beta == 0: C is not read
-        c = static_cast<float>(double(alpha) * acc + prior);
-      }
-  }
-}
 
 cublasStatus_t submit_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                            const float* alpha, const float* A, int lda, long long sa, const float* B, int ldb,
@@ -67,14 +94,21 @@ cublasStatus_t submit_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
   // Without a user workspace, a GEMM inside a capture may allocate: unsafe (notes/cuda-graphs.md).
   if (stream_is_capturing(h->stream) && !h->user_workspace) return CUBLAS_STATUS_NOT_SUPPORTED;
-  const Gemm g{trans_a, trans_b, m, n, k, A, B, C, lda, ldb, ldc, sa, sb, sc, batch};
+  // A shape first met inside a capture: refused (notes/cuda-graphs.md: warm up every shape).
+  const std::array<long long, 10> shape{trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, h->math};
+  if (!stream_is_capturing(h->stream))
+    h->shapes_met.insert(shape);
+  else if (!h->shapes_met.count(shape))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const Gemm g{trans_a, trans_b, m, n, k, A, B, C, C, lda, ldb, ldc, sa, sb, sc, batch};
+  const int algo = gemm_heuristic(g, stream_is_capturing(h->stream), 0);   // chosen per call
   Node node(NodeKind::HostOp);
   node.func = reinterpret_cast<const void*>(&gemm_node_identity);
   if (h->pointer_mode == CUBLAS_POINTER_MODE_HOST) {   // host scalars are read now (baked into graphs)
     const float a = *alpha, b = *beta;
-    node.op = [g, a, b] { run_gemm(g, a, b); };
+    node.op = [g, a, b, algo] { run_gemm(g, a, b, algo); };
   } else {                                              // device scalars are read at execution
-    node.op = [g, alpha, beta] { run_gemm(g, *alpha, *beta); };
+    node.op = [g, alpha, beta, algo] { run_gemm(g, *alpha, *beta, algo); };
   }
   return submit(std::move(node), h->stream) == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }

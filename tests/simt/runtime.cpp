@@ -21,6 +21,12 @@ namespace {
 
 cudaError_t g_last_error = cudaSuccess;
 std::deque<Node> g_queue;
+// Legacy-stream work the host has already returned from but nothing has ordered yet: the tail
+// of a synchronous cudaMemcpy from pageable memory (the DMA from the staging buffer) and a
+// synchronous cudaMemset. Non-blocking streams never wait for it; it joins the FIFO (as late as
+// CUDA allows) when work goes to the legacy stream or a blocking stream, or the legacy stream
+// or the device is synchronised.
+std::vector<Node> g_legacy_pending;
 CUstream_st g_legacy_stream, g_per_thread_stream;
 std::set<CUstream_st*> g_streams;
 std::set<CUevent_st*> g_events;
@@ -63,7 +69,8 @@ cudaError_t alloc(void** p, size_t n, MemKind kind) {
 cudaError_t release(void* p, MemKind kind) {
   if (!p) return cudaSuccess;
   if (cudaError_t e = forbid_in_capture()) return e;
-  drain();   // cudaFree synchronises
+  settle_legacy();
+  drain();   // cudaFree synchronises the device
   auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == g_allocs.end() || it->second.kind != kind) return set_error(cudaErrorInvalidValue);
   if (kind == MemKind::Device) g_device_bytes -= it->second.size;
@@ -173,8 +180,15 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
     invalidate_captures();
     return set_error(cudaErrorStreamCaptureImplicit);
   }
+  // Work on the legacy stream or a blocking stream waits for earlier legacy-stream work.
+  if (!(st->flags & cudaStreamNonBlocking)) settle_legacy();
   g_queue.push_back(std::move(n));
   return cudaSuccess;
+}
+
+void settle_legacy() {
+  for (Node& n : g_legacy_pending) g_queue.push_back(std::move(n));
+  g_legacy_pending.clear();
 }
 
 void drain() {
@@ -333,10 +347,12 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 
 cudaError_t cudaDeviceSynchronize() {
   if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
   drain();
   return cudaSuccess;
 }
 cudaError_t cudaDeviceReset() {
+  settle_legacy();
   drain();
   g_last_error = cudaSuccess;
   g_func_smem_limit.clear();
@@ -356,8 +372,20 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
   MemKind dk, sk;
   if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
   if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
   drain();
-  if (n) std::memmove(dst, src, n);
+  if (n == 0) return cudaSuccess;
+  if (dk == MemKind::Device && sk == MemKind::Pageable) {
+    // CUDA returns once the source is in a staging buffer; the DMA to the device lands later,
+    // on the legacy stream, unordered with non-blocking streams.
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
+                                                                static_cast<const unsigned char*>(src) + n);
+    Node node(NodeKind::Memcpy);
+    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+    g_legacy_pending.push_back(std::move(node));
+    return cudaSuccess;
+  }
+  std::memmove(dst, src, n);
   return cudaSuccess;
 }
 
@@ -390,12 +418,14 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind) {
   if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
   drain();
   std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, n);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind) {
   if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
   drain();
   std::memcpy(dst, static_cast<const char*>(symbol) + offset, n);
   return cudaSuccess;
@@ -411,8 +441,11 @@ static cudaError_t check_memset(void* p, size_t n) {
 cudaError_t cudaMemset(void* p, int value, size_t n) {
   if (cudaError_t e = check_memset(p, n)) return set_error(e);
   if (cudaError_t e = forbid_in_capture()) return e;
-  drain();
-  if (n) std::memset(p, value, n);
+  if (n == 0) return cudaSuccess;
+  // Asynchronous with respect to the host for device memory, on the legacy stream.
+  Node node(NodeKind::Memset);
+  node.op = [p, value, n] { std::memset(p, value, n); };
+  g_legacy_pending.push_back(std::move(node));
   return cudaSuccess;
 }
 
@@ -456,6 +489,7 @@ static cudaError_t sync_stream(cudaStream_t s) {
     invalidate_captures();
     return set_error(cudaErrorStreamCaptureUnsupported);
   }
+  if (is_legacy(s)) settle_legacy();
   drain();
   return cudaSuccess;
 }

@@ -42,6 +42,9 @@ bool stream_is_capturing(cudaStream_t s);
 // invalidates those captures, else cudaSuccess.
 cudaError_t forbid_in_capture();
 void drain();                                       // runs every queued node, in order
+// Queues the legacy-stream work nothing has ordered yet (a pageable synchronous copy's DMA, a
+// synchronous memset) behind what is queued: at a point that orders the legacy stream.
+void settle_legacy();
 void run_kernel(const KernelLaunch& k);             // scheduler.cpp
 // Sets threadIdx, blockIdx, blockDim, gridDim (coords.cpp) for the thread about to run.
 void set_coords(const uint3& thread, const uint3& block, const dim3& block_dim, const dim3& grid_dim);

@@ -121,6 +121,9 @@ TEST(SimtCublas, CaptureNeedsWorkspaceAfterSetStream) {
   ASSERT_EQ(cublasSetWorkspace(h.h, ws.get(), 1024 * sizeof(float)), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cublasSetStream(h.h, s), CUBLAS_STATUS_SUCCESS);   // resets the workspace
   float alpha = 1.f, beta = 0.f;
+  // Warm-up: the shape runs once outside the capture.
+  ASSERT_EQ(cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, dA.get(), m, dB.get(), k, &beta, dC.get(), m),
+            CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
   EXPECT_EQ(cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, dA.get(), m, dB.get(), k, &beta, dC.get(), m),
             CUBLAS_STATUS_NOT_SUPPORTED);
@@ -129,6 +132,8 @@ TEST(SimtCublas, CaptureNeedsWorkspaceAfterSetStream) {
             CUBLAS_STATUS_SUCCESS);
   cudaGraph_t g;
   ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(dC.get(), grpo::test::poisoned(m * n).data(), m * n * sizeof(float), cudaMemcpyDefault),
+            cudaSuccess);
   alpha = 100.f;   // host pointer mode: the captured GEMM keeps alpha == 1
   cudaGraphExec_t exec;
   ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
@@ -138,6 +143,35 @@ TEST(SimtCublas, CaptureNeedsWorkspaceAfterSetStream) {
   EXPECT_LE(grpo::test::rel_l2(dC.download(), want), 1e-6);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(g);
+  cudaStreamDestroy(s);
+}
+
+// cuBLAS sets a shape up on its first call, which a capture cannot hold: a shape never run
+// outside a capture is refused inside one; once run eagerly, the same shape is captured.
+TEST(SimtCublas, CaptureRefusesAShapeNotRunEagerly) {
+  Handle h;
+  const int m = 4, n = 3, k = 2;
+  DeviceBuffer<float> dA(grpo::test::random_floats(m * k, 81)), dB(grpo::test::random_floats(k * n, 82)),
+      dC(grpo::test::poisoned(m * n)), ws(1024);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
+  ASSERT_EQ(cublasSetStream(h.h, s), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasSetWorkspace(h.h, ws.get(), 1024 * sizeof(float)), CUBLAS_STATUS_SUCCESS);
+  const float one = 1.f, zero = 0.f;
+  auto gemm = [&](int mm) {
+    return cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, mm, n, k, &one, dA.get(), m, dB.get(), k, &zero, dC.get(), m);
+  };
+  ASSERT_EQ(gemm(m), CUBLAS_STATUS_SUCCESS);   // eager: this shape is set up
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(gemm(m), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(gemm(m - 1), CUBLAS_STATUS_NOT_SUPPORTED);   // another shape, never run eagerly
+  cudaGraph_t g;
+  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(g, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 1u);
+  cudaGraphDestroy(g);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   cudaStreamDestroy(s);
 }
 

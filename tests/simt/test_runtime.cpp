@@ -74,6 +74,48 @@ TEST(SimtRuntime, AsyncWorkIsDeferredUntilSynchronisation) {
   EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
 }
 
+// A synchronous cudaMemcpy from pageable memory returns once the source is staged; the DMA
+// lands later on the legacy stream, as does a synchronous cudaMemset. A non-blocking stream is
+// not ordered after either; a blocking stream, a legacy-stream sync or a later synchronous copy is.
+TEST(SimtRuntime, LegacyStreamCopiesDoNotOrderNonBlockingStreams) {
+  const int n = 40;
+  const auto x = grpo::test::random_floats(n, 41);
+  float *d_x = nullptr, *d_y = nullptr;
+  ASSERT_EQ(cudaMalloc(&d_x, n * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&d_y, n * sizeof(float)), cudaSuccess);
+  cudaStream_t nb, blocking;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&blocking), cudaSuccess);
+  std::vector<float> got(n);
+  auto run_on = [&](cudaStream_t s) {
+    ASSERT_EQ(cudaMemset(d_y, 0, n * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(d_x, x.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(simt_test::axpb(d_x, d_y, n, 2.f, 1.f, s), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost, s), cudaSuccess);
+  };
+  run_on(nb);   // the kernel read x before the copy landed: the allocation's poison
+  for (float v : got) EXPECT_TRUE(std::isnan(v));
+  std::vector<float> back(n);
+  ASSERT_EQ(cudaMemcpy(back.data(), d_x, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, x) << "a later synchronous copy is ordered after the legacy stream";
+  run_on(blocking);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(got[i], 2.f * x[i] + 1.f) << i;
+  ASSERT_EQ(cudaMemset(d_y, 0, n * sizeof(float)), cudaSuccess);   // lands lazily too
+  ASSERT_EQ(cudaMemcpyAsync(back.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost, nb), cudaSuccess);
+  EXPECT_EQ(back, got);
+  // Synchronising the legacy stream makes the non-blocking stream's later work see the data.
+  const std::vector<float> y0(n, 5.f);
+  ASSERT_EQ(cudaMemcpy(d_x, y0.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
+  ASSERT_EQ(simt_test::axpb(d_x, d_y, n, 1.f, 0.f, nb), cudaSuccess);
+  ASSERT_EQ(cudaMemcpyAsync(got.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost, nb), cudaSuccess);
+  EXPECT_EQ(got, y0);
+  EXPECT_EQ(cudaStreamDestroy(nb), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(blocking), cudaSuccess);
+  EXPECT_EQ(cudaFree(d_x), cudaSuccess);
+  EXPECT_EQ(cudaFree(d_y), cudaSuccess);
+}
+
 TEST(SimtGraph, ReplayUsesCapturedValuesAndCurrentMemory) {
   const int n = 70;
   const auto x1 = grpo::test::random_floats(n, 31), x2 = grpo::test::random_floats(n, 32);
@@ -96,6 +138,8 @@ TEST(SimtGraph, ReplayUsesCapturedValuesAndCurrentMemory) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
   a = 5.f, b = -3.f;   // host values change after capture: the graph keeps 2 and 1
   d_x.upload(x2);      // memory behind a pointer argument changes: the graph reads the new data
+  // The upload is a pageable copy on the legacy stream, which a non-blocking stream ignores.
+  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
   std::vector<float> want(n);

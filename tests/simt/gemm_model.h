@@ -1,0 +1,31 @@
+// The GEMM model shared by the cuBLAS and cuBLASLt shims (not included by user code). cuBLAS
+// has many kernels for one product and they sum in different orders, so two algorithms give
+// results that differ in the last bits. The shims model that: kGemmAlgos algorithms, each a
+// fixed fp32 summation order, and a heuristic that ranks them per shape. Real heuristics give no
+// promise that two queries agree (they depend on the library version, the device, workspace
+// and internal state); the model answers differently while any stream captures, so code that
+// asks per call runs different algorithms eagerly and inside a graph.
+#pragma once
+#include <cublas_v2.h>
+
+namespace simt::detail {
+
+// C = alpha op(A) op(B) + beta C, column-major, `batch` times with strides sa, sb, sc.
+struct Gemm {
+  bool ta, tb;
+  int m, n, k;
+  const float *A, *B;
+  const float* Cin;   // read when beta != 0 (cuBLASLt's C; cuBLAS's C, the same as the output)
+  float* C;
+  int lda, ldb, ldc;
+  long long sa, sb, sc;
+  int batch;
+};
+
+constexpr int kGemmAlgos = 4;
+// Runs g with algorithm `algo` (0 <= algo < kGemmAlgos); C is not read when beta == 0.
+void run_gemm(const Gemm& g, float alpha, float beta, int algo);
+// The heuristic's rank-th choice (rank 0 is the best) for the shape of g.
+int gemm_heuristic(const Gemm& g, bool capturing, int rank);
+
+}  // namespace simt::detail
