@@ -2,7 +2,7 @@
 // little-endian header length N, N bytes of JSON header (padded with spaces to 8 bytes), then the
 // raw little-endian tensors. Everything is F32:
 //   fc_in.weight [Hd, D], layer_norm.weight [Hd], layer_norm.bias [Hd], fc1.weight [Hd, Hd],
-//   fc1.bias [Hd], fc_out.weight [3, Hd], fc_out.bias [3]     (spec/training.md, PyTorch names)
+//   fc1.bias [Hd], fc_out.weight [3, Hd], fc_out.bias [3]     (docs/spec/training.md, PyTorch names)
 //   optimizer.exp_avg.<name>, optimizer.exp_avg_sq.<name>     (AdamW m and v, same shapes)
 // so torch's nn.Module.load_state_dict takes the first seven as they are. __metadata__ (string
 // values only, as the format requires) holds "format", "config" (the full TrainConfig as JSON),

@@ -1,6 +1,6 @@
 // Playing a checkpoint's policy on the host (grpo play, grpo eval): the network's forward pass
 // through HostOps and policy_forward, and games that end on win, loss or a step cap
-// (spec/fruit_catcher.md "Play and evaluation").
+// (docs/spec/fruit_catcher.md "Play and evaluation").
 //
 // Randomness, keyed by --seed like everything else: game i starts in group i mod G with the
 // start fruit drawn as StartFruit(seed, epoch 0, index i); step t's spawn draws are Spawn(seed,

@@ -1,5 +1,5 @@
-// What one epoch costs, counted rather than timed (DESIGN.md "Performance method"; the FLOP
-// formula is spec/training.md's). P = D*Hd + Hd*Hd + 3*Hd matrix weights, M = T*N samples.
+// What one epoch costs, counted rather than timed (docs/design.md "Performance method"; the FLOP
+// formula is docs/spec/training.md's). P = D*Hd + Hd*Hd + 3*Hd matrix weights, M = T*N samples.
 #pragma once
 #include <cstdint>
 

@@ -1,6 +1,6 @@
 // The CUDA executor. Epoch 0 of a process (a warm-up: every cuBLAS shape is met once) runs
 // eagerly; then the whole step plus the copy of the metrics ring into pinned memory is captured
-// into one graph, and every later epoch is one cudaGraphLaunch (notes/cuda-graphs.md). Nothing is
+// into one graph, and every later epoch is one cudaGraphLaunch (docs/notes/cuda-graphs.md). Nothing is
 // captured before a warm-up epoch has run. With --no-graph every epoch runs eagerly, with an
 // NVTX range per phase for Nsight Systems.
 //

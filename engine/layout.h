@@ -16,7 +16,7 @@ namespace grpo {
 inline size_t align4(size_t n) { return (n + 3) & ~size_t{3}; }
 
 struct ParamTensor {
-  const char* name;  // PyTorch module name (spec/training.md), used in checkpoints
+  const char* name;  // PyTorch module name (docs/spec/training.md), used in checkpoints
   int rows, cols;    // [out, in] for weights, [n, 1] for vectors
   size_t offset;     // in floats, into the slab
   size_t size() const { return size_t(rows) * cols; }

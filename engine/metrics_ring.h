@@ -1,4 +1,4 @@
-// The per-epoch metrics leave the device through a small ring (notes/cuda-graphs.md item 3): the
+// The per-epoch metrics leave the device through a small ring (docs/notes/cuda-graphs.md item 3): the
 // captured step ends by copying its TrainScalars into slot epoch % kMetricsRing of a device ring
 // (the slot index is computed on the device: the epoch is not a frozen argument), then one
 // memcpy node copies the whole ring into pinned host memory. The host reads slot e after epoch

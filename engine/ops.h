@@ -1,4 +1,4 @@
-// The operations one training step is made of (DESIGN.md principle 2). The step (step.cpp) is
+// The operations one training step is made of (docs/design.md principle 2). The step (step.cpp) is
 // written once against this interface; HostOps runs each op as plain C++ (the reference), CudaOps
 // launches the kernels on one stream, eagerly or under capture into the epoch's CUDA graph.
 // Every pointer lives in the executor's memory (host or device). Values that change from epoch to

@@ -1,4 +1,4 @@
-// The policy network's forward and backward passes over Ops (spec/training.md):
+// The policy network's forward and backward passes over Ops (docs/spec/training.md):
 //   h0 = X W_in^T ; h1 = h0 + LN(gelu(h0)) ; a1 = h1 W1^T ; h2 = dropout(gelu(a1 + b1)) ;
 //   z = h2 W_out^T + b_out
 // Used by the rollout (N rows per step) and the loss pass (M = T*N rows), and by the golden test.

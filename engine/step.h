@@ -1,4 +1,4 @@
-// One epoch = one training step (spec/training.md "One epoch"), written once over Ops. The CUDA
+// One epoch = one training step (docs/spec/training.md "One epoch"), written once over Ops. The CUDA
 // executor runs it eagerly or captures it into the epoch's graph; the host executor runs it on
 // the CPU. Nothing in here allocates, synchronises or reads a device value on the host.
 #pragma once

@@ -182,7 +182,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
 
 Command add_train_command(CLI::App& app) {
   auto st = std::make_shared<TrainCommandState>();
-  CLI::App* sub = app.add_subcommand("train", "train a policy (spec/training.md, --algo reference)");
+  CLI::App* sub = app.add_subcommand("train", "train a policy (docs/spec/training.md, --algo reference)");
   add_train_flags(*sub, st->flags);
   sub->add_flag("--overwrite", st->overwrite, "reuse an --out directory that already holds a run");
   sub->add_option("--resume", st->resume,

@@ -12,7 +12,7 @@ enum class Backend { Auto, Cuda, Host };
 
 struct TrainConfig {
   GameConfig game;
-  // Network and algorithm (spec/training.md). Defaults: the reference's command line.
+  // Network and algorithm (docs/spec/training.md). Defaults: the reference's command line.
   int hidden_size = 2048;
   int batch_size = 32;      // R: replicas per start group; N = groups * R games per epoch
   int total_epochs = 2000;
@@ -42,7 +42,7 @@ struct TrainConfig {
   int obs_dim() const { return game.obs_dim(); }                       // D
   // Throws UsageError naming the flag and its accepted range.
   void validate() const;
-  // The library defaults of the reference, sized for CPU comparisons (spec/training.md).
+  // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).
   void apply_small_preset();
 };
 

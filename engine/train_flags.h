@@ -1,5 +1,5 @@
-// The `grpo train` flags: the reference's names and defaults (spec/training.md "Defaults"), the
-// game's flags (spec/fruit_catcher.md) and the engine's own. CLI11 checks each value's range
+// The `grpo train` flags: the reference's names and defaults (docs/spec/training.md "Defaults"), the
+// game's flags (docs/spec/fruit_catcher.md) and the engine's own. CLI11 checks each value's range
 // and names the flag in its error.
 #pragma once
 #include <string>

@@ -1,4 +1,4 @@
-// The game's parameters (spec/fruit_catcher.md, "Parameters"). A plain trivially copyable struct:
+// The game's parameters (docs/spec/fruit_catcher.md, "Parameters"). A plain trivially copyable struct:
 // kernels take it by value, so it holds no pointers and nothing that changes during a run.
 #pragma once
 #include "kernels/hd.h"

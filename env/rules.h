@@ -1,4 +1,4 @@
-// The rules of one Fruit Catcher game (spec/fruit_catcher.md, normative), as __host__ __device__
+// The rules of one Fruit Catcher game (docs/spec/fruit_catcher.md, normative), as __host__ __device__
 // functions over a plain state struct. The same code runs in the step kernel (env/games.cu), the
 // host executor (env/games_host.cpp) and the conformance interface (`grpo replay`).
 //
@@ -164,7 +164,7 @@ GRPO_HD void write_observation(const GameConfig& cfg, const GameState& s, float*
   }
 }
 
-// ---- Reward (spec/training.md, step 2) ----
+// ---- Reward (docs/spec/training.md, step 2) ----
 // Computed in double, in the reference's (Python's) order of operations, then rounded once to
 // float32. The device must not contract a*b+c into an FMA (the host never does), hence the
 // explicitly rounded intrinsics there; exp is a fixed Taylor/Horner evaluation rather than

@@ -1,7 +1,7 @@
-// Fused AdamW over the whole parameter slab (spec/training.md step 7, PyTorch's semantics), in
+// Fused AdamW over the whole parameter slab (docs/spec/training.md step 7, PyTorch's semantics), in
 // the style of apex's "capturable" Adam: the learning rate, the step count, the clip factor and
 // the no-op flag are read from the TrainScalars in device memory, never passed by value, so one
-// captured graph serves every epoch (notes/cuda-graphs.md item 1).
+// captured graph serves every epoch (docs/notes/cuda-graphs.md item 1).
 //
 // Contract (kernel and host twin alike), for every i < n, unless s->nonfinite != 0, in which
 // case NOTHING is written (params, m, v untouched; advance_schedule counts the skip):

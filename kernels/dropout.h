@@ -1,4 +1,4 @@
-// Inverted dropout from Philox counters (DESIGN.md principle 4). Element (row, col) is kept iff
+// Inverted dropout from Philox counters (docs/design.md principle 4). Element (row, col) is kept iff
 // bits_to_uniform(word col % 4 of draw4(seed, purpose, epoch, step, row, col / 4)) >= p, and kept
 // values are scaled by 1 / (1 - p). The mask is a pure function of those counters, so backward
 // recomputes it instead of storing it, and host twins and kernels draw the very same bits.

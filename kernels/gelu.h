@@ -1,4 +1,4 @@
-// tanh-GELU and the fused hidden-layer activation of the policy network (spec/training.md):
+// tanh-GELU and the fused hidden-layer activation of the policy network (docs/spec/training.md):
 //   forward:  out = dropout(gelu(a + bias))                      a, out: [M, N]; bias: [N]
 //   backward: da  = dout * keep/(1-p) * gelu'(a + bias);  dbias = column sums of da
 // `a` is the GEMM output W1 h1 (kept for backward); the dropout mask is recomputed from the

@@ -1,5 +1,5 @@
-// Global L2 norm of the gradient slab and the clip factor (spec/training.md step 6), computed on
-// the device into the TrainScalars so that no host read is needed (DESIGN.md principle 1).
+// Global L2 norm of the gradient slab and the clip factor (docs/spec/training.md step 6), computed on
+// the device into the TrainScalars so that no host read is needed (docs/design.md principle 1).
 //
 // Contract (kernel and host twin alike):
 //   sumsq      = sum over i < n of grads[i]^2, accumulated in DOUBLE (each float square is exact

@@ -1,4 +1,4 @@
-// LayerNorm of gelu(h0) with the residual fused, as in the policy network (spec/training.md):
+// LayerNorm of gelu(h0) with the residual fused, as in the policy network (docs/spec/training.md):
 //   g = gelu(h0);  mean, var = Welford over the row (biased variance);  rstd = 1/sqrt(var + 1e-5)
 //   h1 = h0 + (g - mean) * rstd * gamma + beta
 // h0, h1, dh1, dh0: [M, N]; gamma, beta, dgamma, dbeta: [N]; mean, rstd: [M] (saved for backward).

@@ -1,5 +1,5 @@
 // The policy's head over the 3 actions: log-softmax, sampling for the rollout, and the loss
-// with its gradient for the update (spec/training.md, steps 2 and 5).
+// with its gradient for the update (docs/spec/training.md, steps 2 and 5).
 //
 // One thread per row. PyTorch's PersistentSoftmax gives each row a warp because its rows are
 // wide; a row here is 3 floats, so a warp per row would leave 29 lanes idle and add shuffles for

@@ -1,4 +1,4 @@
-// Returns and advantages (spec/training.md, steps 3 and 4).
+// Returns and advantages (docs/spec/training.md, steps 3 and 4).
 #pragma once
 #include <cmath>
 #include <cstddef>

@@ -1,4 +1,4 @@
-// Counter-based randomness shared by kernels and host twins (DESIGN.md principle 4).
+// Counter-based randomness shared by kernels and host twins (docs/design.md principle 4).
 // Every draw is a pure function of (seed, purpose, epoch, step, index, block): no state is
 // carried between kernels, so a replayed graph draws fresh numbers as soon as the epoch counter
 // it reads from device memory moves on, and the host executor draws the very same bits.

@@ -1,4 +1,4 @@
-// The device-resident scalars of a training run (DESIGN.md principle 1, notes/cuda-graphs.md
+// The device-resident scalars of a training run (docs/design.md principle 1, docs/notes/cuda-graphs.md
 // item 1). Everything that changes from epoch to epoch lives here, in device memory, and is read
 // by the kernels through a pointer: a captured graph replays with fresh values every epoch.
 //
@@ -40,7 +40,7 @@ static_assert(std::is_trivially_copyable<TrainScalars>::value && std::is_standar
               "TrainScalars is copied to and from the device as bytes");
 static_assert(sizeof(TrainScalars) == 64, "one cache line; update the reserved padding");
 
-// StepLR (spec/training.md step 8): lr0 * 0.95^floor(epoch / 1000). The power is a chain of
+// StepLR (docs/spec/training.md step 8): lr0 * 0.95^floor(epoch / 1000). The power is a chain of
 // double multiplications, rounded to float once at the end: IEEE multiplication is exact-rounded
 // on host and device alike (and a bare product cannot be contracted into an FMA), so the host and
 // the kernel agree bit for bit; PyTorch's StepLR multiplies its Python (double) lr the same way.

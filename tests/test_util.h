@@ -1,4 +1,4 @@
-// Helpers shared by the test suites: random inputs, poisoned outputs, tolerances (DESIGN.md),
+// Helpers shared by the test suites: random inputs, poisoned outputs, tolerances (docs/design.md),
 // and device buffers for the *_cuda tests.
 #pragma once
 #include <cmath>

@@ -20,7 +20,7 @@ except ImportError:
 
 
 class Policy(nn.Module):
-    """spec/training.md: h0 = W_in x; h1 = h0 + LN(gelu(h0)); h2 = dropout(gelu(W1 h1 + b1)); z = W_out h2 + b_out."""
+    """docs/spec/training.md: h0 = W_in x; h1 = h0 + LN(gelu(h0)); h2 = dropout(gelu(W1 h1 + b1)); z = W_out h2 + b_out."""
 
     def __init__(self, obs_dim, hidden, dropout=0.1):
         super().__init__()

@@ -4,7 +4,7 @@
 Run on purpose only, with Debian's python3-torch (apt-get install python3-torch), under the system
 interpreter:   /usr/bin/python3 tools/make_golden.py [--out tests/fixtures/golden_tiny.json]
 
-It builds the spec's network (spec/training.md) in PyTorch for a tiny configuration: hidden 16,
+It builds the spec's network (docs/spec/training.md) in PyTorch for a tiny configuration: hidden 16,
 the default game (Fmax = 3, so D = 1 + 3*3 = 10), M = 5 samples, dropout off, with fixed seeded
 weights that are NOT the spec's init: every parameter is drawn at a scale where its term matters
 (gamma away from 1, beta, b1, b_out non-zero, W_out large enough that the policy is not
@@ -12,7 +12,7 @@ uniform). Observations are raw integer game vectors [sprite_x, x0, y0, a0, ...];
 advantages are given (one advantage, 6.5, lies beyond the loss's clamp to [-5, 5]).
 
 Everything is computed in FLOAT64, so the fixture is a first-principles reference (float32 code
-is compared to it with the DESIGN.md tolerances, e.g. relative L2 <= 1e-5).
+is compared to it with the docs/design.md tolerances, e.g. relative L2 <= 1e-5).
 
 Fixture format (JSON; every tensor is a flat list in row-major order, PyTorch's [out, in]):
   format        "grpo-golden-1"

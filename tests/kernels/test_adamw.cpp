@@ -1,5 +1,5 @@
 // Host twins of AdamW and the schedule vs first principles: a double-precision AdamW written
-// from spec/training.md steps 6-8, run for several epochs through grad_norm -> adamw ->
+// from docs/spec/training.md steps 6-8, run for several epochs through grad_norm -> adamw ->
 // advance_schedule; the no-op flag; StepLR.
 #include <cmath>
 #include <cstdint>

@@ -92,9 +92,9 @@ cublasStatus_t submit_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
     return CUBLAS_STATUS_INVALID_VALUE;
   if (!alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  // Without a user workspace, a GEMM inside a capture may allocate: unsafe (notes/cuda-graphs.md).
+  // Without a user workspace, a GEMM inside a capture may allocate: unsafe (docs/notes/cuda-graphs.md).
   if (stream_is_capturing(h->stream) && !h->user_workspace) return CUBLAS_STATUS_NOT_SUPPORTED;
-  // A shape first met inside a capture: refused (notes/cuda-graphs.md: warm up every shape).
+  // A shape first met inside a capture: refused (docs/notes/cuda-graphs.md: warm up every shape).
   const std::array<long long, 10> shape{trans_a, trans_b, m, n, k, lda, ldb, ldc, batch, h->math};
   if (!stream_is_capturing(h->stream))
     h->shapes_met.insert(shape);
