@@ -19,6 +19,7 @@
 #include "engine/metrics_ring.h"
 #include "engine/step.h"
 #include "kernels/check.h"
+#include "kernels/cuda_resources.h"
 
 namespace grpo {
 
@@ -42,32 +43,18 @@ class CudaExecutor final : public Executor {
     if (need > free_bytes)
       throw UsageError("this configuration needs about " + gib(need) + " of device memory and only " +
                        gib(free_bytes) + " is free: lower --hidden-size, --batch-size or --max-steps");
-    CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    stream_ = cuda::make_stream(cudaStreamNonBlocking);
+    slabs_ = cuda::device_array<float>(slab_bytes / sizeof(float));
+    arena_ = cuda::device_array<std::byte>(arena_bytes_);
+    pinned_ring_ = cuda::pinned_array<TrainScalars>(kMetricsRing);
+    CUDA_CHECK(cudaMemsetAsync(slabs_.get(), 0, slab_bytes, stream()));
+    CUDA_CHECK(cudaMemsetAsync(arena_.get(), 0, arena_bytes_, stream()));
+    std::memset(pinned_ring_.get(), 0, kMetricsRing * sizeof(TrainScalars));
+    for (auto& e : events_) e = cuda::make_event(cudaEventDisableTiming);
     blas_ = std::make_unique<Blas>(BlasOptions{c.tf32});
-    ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream_);
+    ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_ranges(!c.use_graph);
-    CUDA_CHECK(cudaMalloc(&slabs_, slab_bytes));
-    CUDA_CHECK(cudaMalloc(&arena_, arena_bytes_));
-    CUDA_CHECK(cudaMemsetAsync(slabs_, 0, slab_bytes, stream_));
-    CUDA_CHECK(cudaMemsetAsync(arena_, 0, arena_bytes_, stream_));
-    CUDA_CHECK(cudaMallocHost(&pinned_ring_, kMetricsRing * sizeof(TrainScalars)));
-    std::memset(pinned_ring_, 0, kMetricsRing * sizeof(TrainScalars));
-    for (auto& e : events_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    buffers_ = StepBuffers::over(slabs_, arena_, c);
-  }
-
-  ~CudaExecutor() override {
-    // Destructors never throw: release what exists, ignore errors of a broken context.
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
-    for (auto& e : events_)
-      if (e) cudaEventDestroy(e);
-    ops_.reset();
-    blas_.reset();
-    if (stream_) cudaStreamDestroy(stream_);
-    cudaFreeHost(pinned_ring_);
-    cudaFree(arena_);
-    cudaFree(slabs_);
+    buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
   }
 
   std::string describe() const override {
@@ -86,20 +73,20 @@ class CudaExecutor final : public Executor {
     if (s.slabs.size() != 4 * layout_.total)
       throw std::invalid_argument("set_state: " + std::to_string(s.slabs.size()) + " slab floats for a layout of " +
                                   std::to_string(4 * layout_.total));
-    CUDA_CHECK(cudaMemcpyAsync(slabs_, s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice,
-                               stream_));
-    CUDA_CHECK(cudaMemcpyAsync(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaMemcpyAsync(slabs_.get(), s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               stream()));
+    CUDA_CHECK(cudaMemcpyAsync(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice, stream()));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
     next_epoch_ = s.scalars.epoch;
   }
 
   RunState get_state() override {
     RunState s;
     s.slabs.resize(4 * layout_.total);
-    CUDA_CHECK(cudaMemcpyAsync(s.slabs.data(), slabs_, s.slabs.size() * sizeof(float), cudaMemcpyDeviceToHost,
-                               stream_));
-    CUDA_CHECK(cudaMemcpyAsync(&s.scalars, buffers_.scalars, sizeof s.scalars, cudaMemcpyDeviceToHost, stream_));
-    CUDA_CHECK(cudaStreamSynchronize(stream_));
+    CUDA_CHECK(cudaMemcpyAsync(s.slabs.data(), slabs_.get(), s.slabs.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                               stream()));
+    CUDA_CHECK(cudaMemcpyAsync(&s.scalars, buffers_.scalars, sizeof s.scalars, cudaMemcpyDeviceToHost, stream()));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
     return s;
   }
 
@@ -111,10 +98,10 @@ class CudaExecutor final : public Executor {
     } else {
       if (!exec_) capture();
       nvtxRangePushA("epoch graph");
-      CUDA_CHECK(cudaGraphLaunch(exec_, stream_));
+      CUDA_CHECK(cudaGraphLaunch(exec_.get(), stream()));
       nvtxRangePop();
     }
-    CUDA_CHECK(cudaEventRecord(events_[slot], stream_));
+    CUDA_CHECK(cudaEventRecord(events_[slot].get(), stream()));
     event_epoch_[slot] = next_epoch_++;
     ++launched_;
   }
@@ -125,7 +112,7 @@ class CudaExecutor final : public Executor {
     for (int i = 0; i < kMetricsRing; ++i)
       if (events_[i] && event_epoch_[i] == epoch && uint64_t(i) < launched_) ev = i;
     if (ev < 0) throw CudaError("wait_metrics: epoch " + std::to_string(epoch) + " was not launched recently");
-    CUDA_CHECK(cudaEventSynchronize(events_[ev]));
+    CUDA_CHECK(cudaEventSynchronize(events_[ev].get()));
     const uint32_t slot = epoch % kMetricsRing;
     TrainScalars m;
     std::memcpy(&m, &pinned_ring_[slot], sizeof m);
@@ -147,7 +134,7 @@ class CudaExecutor final : public Executor {
     }
     if (!exec_) capture();
     size_t n = 0;
-    CUDA_CHECK(cudaGraphGetNodes(graph_, nullptr, &n));
+    CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nullptr, &n));
     return n;
   }
 
@@ -155,37 +142,43 @@ class CudaExecutor final : public Executor {
   void capture() {
     // cuBLAS sets each GEMM shape up on its first call, which a capture cannot record.
     if (!warmed_up_) throw CudaError("capture before a warm-up epoch has met every cuBLAS shape eagerly");
-    CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal));
+    CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeGlobal));
+    cudaGraph_t g = nullptr;
     try {
       enqueue_epoch();
     } catch (...) {  // end the capture, or the stream stays unusable
-      cudaGraph_t partial = nullptr;
-      if (cudaStreamEndCapture(stream_, &partial) == cudaSuccess && partial) cudaGraphDestroy(partial);
+      if (cudaStreamEndCapture(stream(), &g) == cudaSuccess) graph_.reset(g);
       throw;
     }
-    CUDA_CHECK(cudaStreamEndCapture(stream_, &graph_));
-    CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+    CUDA_CHECK(cudaStreamEndCapture(stream(), &g));
+    graph_.reset(g);
+    cudaGraphExec_t e = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+    exec_.reset(e);
   }
 
   void enqueue_epoch() {
     training_step(*ops_, buffers_, cfg_);
     // The last node: the metrics ring to pinned memory, read by the host an epoch later.
-    CUDA_CHECK(cudaMemcpyAsync(pinned_ring_, buffers_.ring, kMetricsRing * sizeof(TrainScalars),
-                               cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(cudaMemcpyAsync(pinned_ring_.get(), buffers_.ring, kMetricsRing * sizeof(TrainScalars),
+                               cudaMemcpyDeviceToHost, stream()));
   }
 
   TrainConfig cfg_;
   ParamLayout layout_;
   size_t arena_bytes_;
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream() const { return stream_.get(); }
+
+  // Released in reverse order: the graph before the stream and memory it uses.
+  cuda::Stream stream_;
+  cuda::DeviceArray<float> slabs_;
+  cuda::DeviceArray<std::byte> arena_;
+  cuda::PinnedArray<TrainScalars> pinned_ring_;
+  cuda::Event events_[kMetricsRing];
   std::unique_ptr<Blas> blas_;
   std::unique_ptr<CudaOps> ops_;
-  float* slabs_ = nullptr;
-  void* arena_ = nullptr;
-  TrainScalars* pinned_ring_ = nullptr;
-  cudaEvent_t events_[kMetricsRing] = {};
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
+  cuda::Graph graph_;
+  cuda::GraphExec exec_;
   StepBuffers buffers_{};
   uint32_t event_epoch_[kMetricsRing] = {};  // the epoch each event's launch ran
   uint64_t launched_ = 0;

@@ -20,13 +20,12 @@ namespace grpo {
 Blas::Blas(BlasOptions options) : options_(options) {
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   try {
-    if (options_.workspace_bytes > 0) CUDA_CHECK(cudaMalloc(&workspace_, options_.workspace_bytes));
+    if (options_.workspace_bytes > 0) workspace_ = cuda::device_array<std::byte>(options_.workspace_bytes);
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
     const uint64_t ws = options_.workspace_bytes;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
   } catch (...) {
     if (pref_) cublasLtMatmulPreferenceDestroy(pref_);
-    cudaFree(workspace_);
     cublasLtDestroy(handle_);
     throw;
   }
@@ -41,7 +40,6 @@ Blas::~Blas() {  // destructors do not throw: errors here are ignored
   }
   cublasLtMatmulPreferenceDestroy(pref_);
   cublasLtDestroy(handle_);
-  cudaFree(workspace_);
 }
 
 const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
@@ -90,7 +88,7 @@ void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, 
   const int align = int(std::min<uintptr_t>(bits & (~bits + 1), 256));  // the lowest set bit, at most 256
   const Plan& p = plan(Shape{ta, tb, m, n, k, lda, ldb, ldc, align}, stream);
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_,
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_.get(),
                               options_.workspace_bytes, stream));
 }
 

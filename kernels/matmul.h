@@ -17,6 +17,8 @@
 #if defined(GRPO_HAVE_CUDA)
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+
+#include "kernels/cuda_resources.h"
 #endif
 
 namespace grpo {
@@ -74,7 +76,7 @@ class Blas {
   BlasOptions options_;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
-  void* workspace_ = nullptr;
+  cuda::DeviceArray<std::byte> workspace_;  // allocated before any capture, never by cuBLASLt
   std::map<Shape, Plan> plans_;
 };
 
