@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -146,8 +147,8 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   hooks.on_checkpoint = [&](const TrainResult& r) {
     saver.save(checkpoint_file_name(start_epoch + (r.epochs_run)), r.best_score, r.best_epoch);
   };
-  hooks.stop_requested = [] { return sigint_requested(); };
-  install_sigint_handler();
+  hooks.stop_requested = [] { return stop_signal() != 0; };
+  install_stop_handlers();
   const TrainResult res = train_loop(c, *ex, start_epoch,
                                      resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
                                      resuming ? ck.best_epoch : 0, hooks);
@@ -158,7 +159,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
               res.epochs_run, duration(res.seconds).c_str(), double(res.best_score), res.best_epoch,
               res.early_stopped ? " (early stop: no better score for --patience epochs)" : "");
   if (res.nonfinite) {
-    remove_sigint_handler();
+    remove_stop_handlers();
     std::fprintf(stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n",
                  res.last_epoch,
                  saver.last_good.empty() ? "no checkpoint was written" : ("last good checkpoint: " + saver.last_good).c_str());
@@ -168,12 +169,12 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   const std::string path =
       saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors", res.best_score,
                  res.best_epoch);
-  remove_sigint_handler();
+  remove_stop_handlers();
   std::printf("checkpoint %s\n", path.c_str());
   if (res.interrupted) {
-    std::fprintf(stderr, "grpo train: interrupted after epoch %u; continue with --resume %s\n", res.last_epoch,
-                 path.c_str());
-    return kExitInterrupted;
+    std::fprintf(stderr, "grpo train: stopped by %s after epoch %u; continue with --resume %s\n",
+                 stop_signal() == SIGTERM ? "SIGTERM" : "an interrupt", res.last_epoch, path.c_str());
+    return stopped_exit_code(stop_signal());
   }
   return 0;
 }

@@ -1,6 +1,7 @@
-// `grpo train` and Ctrl-C, end to end: SIGINT finishes the epoch, writes a checkpoint and exits
-// 130; --resume from it reaches the same final checkpoint as an uninterrupted run, bit for bit;
-// a second SIGINT exits at once and leaves only whole checkpoints behind.
+// `grpo train` stopped from outside, end to end: SIGINT (Ctrl-C) or SIGTERM finishes the epoch,
+// writes a checkpoint and exits 130 or 143; --resume from it reaches the same final checkpoint
+// as an uninterrupted run, bit for bit; a second signal exits at once and leaves only whole
+// checkpoints behind.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "engine/checkpoint.h"
@@ -86,7 +88,9 @@ class Sigint : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir("")); }
 };
 
-TEST_F(Sigint, CheckpointsExits130AndResumesToTheUninterruptedResult) {
+// The first signal `signo`: the run stops after an epoch with a checkpoint and 128 + signo, and
+// resuming from that checkpoint ends where an uninterrupted run ends.
+void stop_checkpoint_and_resume(int signo) {
   const fs::path run = dir("run");
   const pid_t pid = start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch -1");
   if (!wait_for_lines(run / "metrics.jsonl", 3, pid)) {
@@ -94,8 +98,8 @@ TEST_F(Sigint, CheckpointsExits130AndResumesToTheUninterruptedResult) {
     wait_exit(pid);
     FAIL() << "training did not start";
   }
-  kill(pid, SIGINT);
-  ASSERT_EQ(wait_exit(pid), 130);
+  kill(pid, signo);
+  ASSERT_EQ(wait_exit(pid), 128 + signo);
   // The checkpoint holds exactly the epochs the metrics report.
   const size_t done = lines(run / "metrics.jsonl");
   const fs::path ckpt = run / checkpoint_file_name(uint32_t(done));
@@ -118,17 +122,34 @@ TEST_F(Sigint, CheckpointsExits130AndResumesToTheUninterruptedResult) {
   EXPECT_EQ(lines(run / "metrics.jsonl"), size_t(total)) << "resumed metrics continue the file";
 }
 
-TEST_F(Sigint, SecondSigintExitsAtOnceLeavingWholeCheckpoints) {
+TEST_F(Sigint, CheckpointsExits130AndResumesToTheUninterruptedResult) { stop_checkpoint_and_resume(SIGINT); }
+
+TEST_F(Sigint, SigtermCheckpointsExits143AndResumesToTheUninterruptedResult) { stop_checkpoint_and_resume(SIGTERM); }
+
+// Two signals in a row: the second ends the process at once with 128 + its number, and every
+// checkpoint left behind is whole.
+void second_signal_exits_at_once(int first, int second) {
   const fs::path run = dir("run");
-  const pid_t pid = start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1");
+  const pid_t pid = start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1 --hidden-size 512 --max-steps 300");
   if (!wait_for_lines(run / "metrics.jsonl", 3, pid)) {
     kill(pid, SIGKILL);
     wait_exit(pid);
     FAIL() << "training did not start";
   }
-  kill(pid, SIGINT);
-  kill(pid, SIGINT);
-  EXPECT_EQ(wait_exit(pid), 130);
+  kill(pid, first);
+  // The second signal must find the first one handled, not merely pending (pending signals are
+  // delivered lowest number first), and the epoch still running: hence the larger policy.
+  const fs::path log = run.string() + ".log";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string text;
+  while (text.find("finishing this epoch") == std::string::npos && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::ifstream in(log);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_NE(text.find("finishing this epoch"), std::string::npos) << text;
+  kill(pid, second);
+  EXPECT_EQ(wait_exit(pid), 128 + second);
   int checkpoints = 0;
   for (const auto& e : fs::directory_iterator(run)) {
     const std::string name = e.path().filename().string();
@@ -139,6 +160,10 @@ TEST_F(Sigint, SecondSigintExitsAtOnceLeavingWholeCheckpoints) {
   }
   EXPECT_GT(checkpoints, 0);
 }
+
+TEST_F(Sigint, SecondSigintExitsAtOnceLeavingWholeCheckpoints) { second_signal_exits_at_once(SIGINT, SIGINT); }
+
+TEST_F(Sigint, SigintAfterSigtermExitsAtOnceLeavingWholeCheckpoints) { second_signal_exits_at_once(SIGTERM, SIGINT); }
 
 TEST_F(Sigint, BadResumeFileIsRefusedAndNothingWritten) {
   const fs::path bad = dir("bad.safetensors");
