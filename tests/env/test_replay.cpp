@@ -142,6 +142,33 @@ TEST(Replay, MalformedDocumentsNameTheField) {
   EXPECT_EQ(refusal("{" + obs + ", \"steps\": [" + step_ok + "]}"), "(accepted)");
 }
 
+// Hostile documents: deep nesting, numbers beyond double, control characters in keys and
+// values, huge values: refused with one line that stays short, never a crash.
+TEST(Replay, HostileDocumentsGetOneShortLine) {
+  const std::string obs = R"("observations": [[1, 2, 3, 1, 0, 0, 0, 0, 0, 0]])";
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const struct {
+    std::string doc, want;
+  } cases[] = {
+      {deep, "nested deeper than"},
+      {"{" + obs + R"(, "steps": [], "game": )" + std::string(5000, '[') + std::string(5000, ']') + "}",
+       "nested deeper than"},
+      {"{" + obs + R"(, "steps": [{"actions": [)" + std::string(50000, '[') + std::string(50000, ']') +
+           R"(], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})",
+       "nested deeper than"},
+      {"{" + obs + R"(, "steps": [{"actions": [1e999], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})", "not valid JSON"},
+      {"{" + obs + R"(, "steps": [], "bad\nkey": 1})", "unknown key \"bad\\nkey\""},
+      {"{" + obs + R"(, "steps": [{"actions": [")" + std::string(100000, 'x') + R"("], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})",
+       "steps[0].actions[0]"},
+  };
+  for (const auto& k : cases) {
+    const std::string msg = refusal(k.doc);
+    EXPECT_NE(msg.find(k.want), std::string::npos) << "want '" << k.want << "', got: " << msg.substr(0, 300);
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg.substr(0, 300);
+    EXPECT_LT(msg.size(), 400u) << msg.substr(0, 300);
+  }
+}
+
 // The binary: exit code 0 with one line per step, 2 with a one-line error for bad input.
 int run_binary(const std::string& args, const std::string& input, std::string& out, std::string& err) {
   const std::string dir = ::testing::TempDir();
@@ -170,6 +197,9 @@ TEST(ReplayBinary, ExitCodes) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_EQ(run_binary("--input /nonexistent/doc.json", "", out, err), 2);
   EXPECT_NE(err.find("--input"), std::string::npos) << err;
+  EXPECT_EQ(run_binary("--input /", "", out, err), 2);
+  EXPECT_NE(err.find("--input"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
   EXPECT_EQ(run_binary("--backend gpu", doc.dump(), out, err), 2);
 #if defined(GRPO_SIMT)
   // The emulator is the device here: both backends print the same lines.
