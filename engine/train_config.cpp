@@ -26,6 +26,10 @@ void TrainConfig::validate() const {
           "--save-checkpoint-per-num-epoch must be -1 (only at the end) or >= 1");
   require(profile_first == -1 || (profile_first >= 0 && profile_first <= profile_last),
           "--profile-epochs must be A:B with 0 <= A <= B");
+  // Games are counted in int everywhere: check their number in 64 bits before games() is used.
+  require(int64_t{game.groups()} * batch_size <= kMaxGames,
+          "--batch-size x (screen width - 3) games must be at most 16777216 (got " +
+              std::to_string(int64_t{game.groups()} * batch_size) + ")");
   // Kernels index activations with 32-bit integers: keep every [M, width] tensor below 2^31.
   const int64_t widest = std::max<int64_t>(hidden_size, obs_dim());
   require(samples() * widest < (int64_t{1} << 31),

@@ -37,7 +37,8 @@ struct TrainConfig {
   int profile_first = -1;
   int profile_last = -1;
 
-  int games() const { return game.groups() * batch_size; }            // N
+  static constexpr int64_t kMaxGames = int64_t{1} << 24;
+  int games() const { return game.groups() * batch_size; }            // N (validate() bounds it first)
   int64_t samples() const { return int64_t{max_steps} * games(); }    // M = T * N
   int obs_dim() const { return game.obs_dim(); }                       // D
   // Throws UsageError naming the flag and its accepted range.

@@ -66,7 +66,10 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_pair("--sprite-width 0", "--sprite-width"),
                       std::make_pair("--min-fruits 4", "--min-fruits"),
                       std::make_pair("--no-such-flag 1", "--no-such-flag"),
-                      std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps")));
+                      std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps"),
+                      // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
+                      std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
+                      std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width")));
 
 TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(run_grpo("").code, 2); }
 
