@@ -1,7 +1,13 @@
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <new>
+#include <string>
 
+#include "engine/errors.h"
 #include "engine/executor.h"
 #include "engine/host_ops.h"
 #include "engine/metrics_ring.h"
@@ -23,10 +29,40 @@ void* aligned_zeroed(size_t bytes) {
   return p;
 }
 
+// Bytes the kernel says a new allocation can get without swapping (MemAvailable), else the
+// physical memory; 0 when neither is known.
+size_t available_host_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") return kib * 1024;
+    in.ignore(1 << 10, '\n');
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
+}
+
+std::string gib(size_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
+  return buf;
+}
+
+// Refuses, before allocating anything, a configuration whose slabs and arena cannot fit.
+const TrainConfig& fits_in_host_memory(const TrainConfig& c) {
+  const size_t need = 4 * ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float) + ArenaLayout(c).total;
+  const size_t have = available_host_bytes();
+  if (have > 0 && need > have)
+    throw UsageError("this configuration needs about " + gib(need) + " of host memory and only " + gib(have) +
+                     " is available: lower --hidden-size, --batch-size or --max-steps");
+  return c;
+}
+
 class HostExecutor final : public Executor {
  public:
   explicit HostExecutor(const TrainConfig& c)
-      : cfg_(c),
+      : cfg_(fits_in_host_memory(c)),
         layout_(c.hidden_size, c.obs_dim()),
         slabs_(static_cast<float*>(aligned_zeroed(4 * layout_.total * sizeof(float)))),
         arena_(aligned_zeroed(ArenaLayout(c).total)),

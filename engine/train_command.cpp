@@ -94,6 +94,9 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (resuming && start_epoch >= uint32_t(c.total_epochs))
     throw UsageError("--resume " + st.resume + ": the checkpoint has already run " + std::to_string(start_epoch) +
                      " epochs: pass a larger --total-epochs (now " + std::to_string(c.total_epochs) + ")");
+  // The executor is built (and a configuration too large for the device refused) before
+  // anything is created or written.
+  std::unique_ptr<Executor> ex = make_executor(c);
   fs::create_directories(out, ec);
   if (ec) throw UsageError("--out " + c.out_dir + ": cannot create the directory: " + ec.message());
   // A resumed run's metrics continue the file; epochs the checkpoint does not hold are redone.
@@ -101,7 +104,6 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   std::ofstream metrics(c.metrics_path, resuming ? std::ios::app : std::ios::trunc);
   if (!metrics) throw UsageError("--metrics " + c.metrics_path + ": cannot open for writing");
 
-  std::unique_ptr<Executor> ex = make_executor(c);
   ex->set_state(resuming ? ck.state : initial_state(c));
   const bool tty = isatty(fileno(stderr));
   std::fprintf(stderr, "grpo train: %s | hidden %d, %d games (%d groups x %d), %d steps, %d epochs, lr %g, seed %llu\n",

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace {
@@ -70,6 +71,25 @@ INSTANTIATE_TEST_SUITE_P(
                       // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
                       std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
                       std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width")));
+
+// A configuration that cannot fit in this machine's memory is refused before anything is
+// allocated or written (about 40 GiB: the largest the 2^31-element bound allows).
+TEST(Cli, TooLargeForHostMemoryIsRefusedAndNothingWritten) {
+  namespace fs = std::filesystem;
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (meminfo >> key >> kib && key != "MemAvailable:") meminfo.ignore(1 << 10, '\n');
+  if (key != "MemAvailable:" || kib > (size_t(38) << 20)) GTEST_SKIP() << "this machine could hold 40 GiB";
+  const fs::path out = fs::temp_directory_path() / ("grpo_cli_big_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const Result r = run_grpo("train --backend host --hidden-size 8192 --max-steps 15000 --batch-size 1 --out " +
+                            out.string());
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("host memory"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
+}
 
 TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(run_grpo("").code, 2); }
 
