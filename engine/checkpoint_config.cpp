@@ -1,5 +1,8 @@
 #include "engine/checkpoint_config.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "engine/errors.h"
 
 namespace grpo {
@@ -43,10 +46,24 @@ void read(const nlohmann::json& j, const char* key, T& out) {
   if (it == j.end()) throw UsageError(std::string("config field \"") + key + "\" is missing");
   try {
     // Floats go through double: nlohmann wrote them with enough digits to come back exactly.
-    if constexpr (std::is_same_v<T, float>)
+    if constexpr (std::is_same_v<T, float>) {
       out = static_cast<float>(it->template get<double>());
-    else
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // nlohmann converts a fraction or an out-of-range number with a plain cast (undefined
+      // behaviour): only an integer that T holds is taken.
+      using L = std::numeric_limits<T>;
+      bool fits = false;
+      if (it->is_number_unsigned())
+        fits = it->template get<uint64_t>() <= uint64_t(L::max());
+      else if (it->is_number_integer() && std::is_signed_v<T>)
+        fits = it->template get<int64_t>() >= int64_t(L::min()) && it->template get<int64_t>() <= int64_t(L::max());
+      if (!fits)
+        throw UsageError(std::string("config field \"") + key + "\" must be an integer in [" +
+                         std::to_string(L::min()) + ", " + std::to_string(L::max()) + "] (got " + it->dump() + ")");
       out = it->template get<T>();
+    } else {
+      out = it->template get<T>();
+    }
   } catch (const nlohmann::json::exception&) {
     throw UsageError(std::string("config field \"") + key + "\" has the wrong type");
   }

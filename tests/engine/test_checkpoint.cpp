@@ -189,6 +189,21 @@ const Corruption kCorruptions[] = {
          h["__metadata__"]["config"] = c.dump();
        });
      }},
+    // An integer field given as a fraction or beyond its type: refused, never truncated.
+    {"ConfigIntegerAsFraction", "hidden_size", [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["hidden_size"] = c["hidden_size"].template get<int>() + 0.9;
+         h["__metadata__"]["config"] = c.dump();
+       });
+     }},
+    {"ConfigIntegerBeyondInt", "hidden_size", [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["hidden_size"] = (int64_t{1} << 32) + c["hidden_size"].template get<int64_t>();
+         h["__metadata__"]["config"] = c.dump();
+       });
+     }},
     {"ScalarsMissing", "train_scalars",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["__metadata__"].erase("train_scalars"); }); }},
     {"BestScoreNotNumber", "best_score",
