@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include "engine/checkpoint_config.h"
 #include "engine/checkpoint_io.h"
 #include "engine/errors.h"
+#include "engine/json_excerpt.h"
 
 namespace grpo {
 
@@ -22,6 +24,7 @@ namespace {
 
 constexpr const char* kFormat = "grpo.cu checkpoint v1";
 constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // safetensors' own limit is 100 MB
+constexpr int kMaxHeaderDepth = 4;  // the format needs 3: header, a tensor, its shape
 
 // One named tensor of the file: where it lives in a slab (slab 0 params, 2 adam m, 3 adam v).
 struct Entry {
@@ -149,6 +152,8 @@ void save_checkpoint(const std::string& path, const TrainConfig& c, const RunSta
 }
 
 Checkpoint load_checkpoint(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) bad(path, "is a folder, not a checkpoint file");
   std::ifstream in(path, std::ios::binary);
   if (!in) bad(path, std::string("cannot open: ") + std::strerror(errno));
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -161,7 +166,9 @@ Checkpoint load_checkpoint(const std::string& path) {
                   " bytes): truncated or not a safetensors file");
   nlohmann::json h;
   try {
-    h = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + std::ptrdiff_t(n));
+    h = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + std::ptrdiff_t(n), depth_limit(kMaxHeaderDepth));
+  } catch (const JsonTooDeep&) {
+    bad(path, "the header is nested deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
   } catch (const nlohmann::json::exception&) {
     bad(path, "the header is not valid JSON");
   }
@@ -173,13 +180,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (meta_it == h.end() || !meta_it->is_object()) bad(path, "no __metadata__: not a grpo.cu checkpoint");
   const nlohmann::json& meta = *meta_it;
   for (const auto& [k, v] : meta.items())
-    if (!v.is_string()) bad(path, "__metadata__ value \"" + k + "\" is not a string");
+    if (!v.is_string()) bad(path, "__metadata__ value " + json_excerpt(k) + " is not a string");
   auto meta_str = [&](const char* k) {
     const auto it = meta.find(k);
     if (it == meta.end()) bad(path, std::string("__metadata__ has no \"") + k + "\"");
     return it->get<std::string>();
   };
-  if (meta_str("format") != kFormat) bad(path, "unknown format \"" + meta_str("format") + "\" (want \"" + kFormat + "\")");
+  if (meta_str("format") != kFormat)
+    bad(path, "unknown format " + json_excerpt(meta_str("format")) + " (want \"" + kFormat + "\")");
   Checkpoint ck;
   try {
     ck.config = config_from_json(nlohmann::json::parse(meta_str("config")));
@@ -210,9 +218,16 @@ Checkpoint load_checkpoint(const std::string& path) {
   const std::vector<Entry> all = entries(l, true);
   for (const auto& [k, v] : h.items())
     if (k != "__metadata__" && std::none_of(all.begin(), all.end(), [&](const Entry& e) { return e.name == k; }))
-      bad(path, "unexpected tensor \"" + k + "\"");
+      bad(path, "unexpected tensor " + json_excerpt(k));
   // Any moment present means all of them must be (checked below, by name).
   for (const auto& kv : h.items()) ck.has_optimizer |= kv.key().rfind("optimizer.", 0) == 0;
+  // The data section must hold every tensor before their slabs are allocated: a small file
+  // cannot make the loader allocate for a huge stored configuration.
+  size_t need = 0;
+  for (const Entry& e : entries(l, ck.has_optimizer)) need += e.t->size() * sizeof(float);
+  if (data_size < need)
+    bad(path, "the data section holds " + std::to_string(data_size) + " bytes; the stored configuration needs " +
+                  std::to_string(need) + " (hidden size " + std::to_string(ck.config.hidden_size) + ")");
   ck.state.slabs.assign(4 * l.total, 0.f);
   std::vector<std::pair<size_t, size_t>> ranges;
   const int hid = ck.config.hidden_size, dim = ck.config.obs_dim();
@@ -222,7 +237,7 @@ Checkpoint load_checkpoint(const std::string& path) {
     const nlohmann::json& t = *it;
     if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
       bad(path, "tensor \"" + e.name + "\" lacks dtype, shape or data_offsets");
-    if (t["dtype"] != "F32") bad(path, "tensor \"" + e.name + "\" has dtype " + t["dtype"].dump() + ", want F32");
+    if (t["dtype"] != "F32") bad(path, "tensor \"" + e.name + "\" has dtype " + json_excerpt(t["dtype"]) + ", want F32");
     std::vector<int64_t> shape;
     std::vector<uint64_t> off;
     try {
@@ -237,7 +252,7 @@ Checkpoint load_checkpoint(const std::string& path) {
                     " (hidden size " + std::to_string(hid) + ", observation size " + std::to_string(dim) + ")");
     const size_t bytes = e.t->size() * sizeof(float);
     if (off.size() != 2 || off[0] > off[1] || off[1] > data_size || off[1] - off[0] != bytes)
-      bad(path, "tensor \"" + e.name + "\" has data_offsets " + t["data_offsets"].dump() + " outside the " +
+      bad(path, "tensor \"" + e.name + "\" has data_offsets " + json_excerpt(t["data_offsets"]) + " outside the " +
                     std::to_string(data_size) + " data bytes or not matching its " + std::to_string(bytes) + " bytes");
     ranges.emplace_back(off[0], off[1]);
     float* dst = ck.state.slabs.data() + e.slab * l.total + e.t->offset;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/errors.h"
+#include "engine/json_excerpt.h"
 #include "env/games.h"
 
 namespace grpo {
@@ -27,16 +28,6 @@ constexpr int kMaxY = (1 << 24) - 2;  // y + 1 stays exact in float32
 
 // Document nesting allowed: the format needs 5 levels (document, steps, a step, spawn_x, a row).
 constexpr int kMaxDepth = 8;
-// Longest excerpt of an offending value in an error message.
-constexpr size_t kMaxShown = 60;
-
-// A value as one short line for an error message: JSON-escaped (no raw newline can reach the
-// terminal) and cut to kMaxShown characters.
-std::string shown(const json& j) {
-  std::string s = j.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (s.size() > kMaxShown) s = s.substr(0, kMaxShown) + "...";
-  return s;
-}
 
 std::string at(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
@@ -59,7 +50,7 @@ int32_t integer_in(const json& j, const std::string& field, long long lo, long l
   else
     v = j.get<double>();
   if (!std::isfinite(v) || v != std::floor(v) || v < static_cast<double>(lo) || v > static_cast<double>(hi))
-    fail(field, range + " (got " + shown(j) + ")");
+    fail(field, range + " (got " + json_excerpt(j) + ")");
   return static_cast<int32_t>(v);
 }
 
@@ -68,7 +59,7 @@ void check_keys(const json& obj, const std::string& field, std::initializer_list
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool ok = false;
     for (const char* a : allowed) ok = ok || it.key() == a;
-    if (!ok) fail(field, "unknown key " + shown(json(it.key())));
+    if (!ok) fail(field, "unknown key " + json_excerpt(json(it.key())));
   }
 }
 
@@ -98,7 +89,7 @@ GameConfig parse_game(const json& j) {
     auto it = j.find(f.key);
     if (it == j.end()) continue;
     if (!it->is_number_integer())
-      fail(std::string("game.") + f.key, "must be an integer (got " + shown(*it) + ")");
+      fail(std::string("game.") + f.key, "must be an integer (got " + json_excerpt(*it) + ")");
     *f.dst = integer_in(*it, std::string("game.") + f.key, INT32_MIN, INT32_MAX);
   }
   try {
@@ -139,7 +130,7 @@ ReplayStep parse_step(const GameConfig& cfg, int n, const json& j, const std::st
     st.actions.push_back(integer_in(actions[g], at(fa, g), 0, 2));
     const json& c = coins[g];
     if (!c.is_number() || !(c.get<double>() >= 0.0 && c.get<double>() < 1.0))
-      fail(at(fc, g), "must be a number in [0, 1) (got " + shown(c) + ")");
+      fail(at(fc, g), "must be a number in [0, 1) (got " + json_excerpt(c) + ")");
     // Rounding may carry a coin just below 1 up to 1.0f: still a valid "heads" (> 0.5).
     st.coins.push_back(static_cast<float>(c.get<double>()));
     const json& row = array_of(spawn[g], at(fs, g), static_cast<size_t>(cfg.max_fruits));
@@ -168,15 +159,9 @@ void append_ints(std::string& out, const std::vector<T>& v) {
 
 ReplayDocument parse_replay(std::istream& in) {
   json doc;
-  // Refused while parsing, before a deep value exists: printing or walking one recurses.
-  struct TooDeep {};
-  const json::parser_callback_t depth_limit = [](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth) throw TooDeep{};
-    return true;
-  };
   try {
-    doc = json::parse(in, depth_limit);
-  } catch (const TooDeep&) {
+    doc = json::parse(in, depth_limit(kMaxDepth));
+  } catch (const JsonTooDeep&) {
     fail("document", "nested deeper than " + std::to_string(kMaxDepth) + " levels");
   } catch (const json::exception& e) {  // syntax, numbers beyond double, bad UTF-8
     fail("document", std::string("not valid JSON: ") + e.what());
@@ -272,9 +257,9 @@ Command make_replay_command(CLI::App& app, ReplayBackend cuda) {
             } else {
               std::error_code ec;
               if (std::filesystem::is_directory(opt->input, ec))
-                throw UsageError("--input: " + shown(json(opt->input)) + " is a folder, not a JSON file");
+                throw UsageError("--input: " + json_excerpt(json(opt->input)) + " is a folder, not a JSON file");
               std::ifstream f(opt->input);
-              if (!f) throw UsageError("--input: cannot open " + shown(json(opt->input)));
+              if (!f) throw UsageError("--input: cannot open " + json_excerpt(json(opt->input)));
               run_replay(f, std::cout, backend);
             }
             return 0;

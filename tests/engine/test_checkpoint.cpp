@@ -68,6 +68,13 @@ std::string with_header(const std::string& b, const nlohmann::json& h) {
   return out + text + b.substr(8 + header_len(b));
 }
 
+// The file with its header replaced by raw text (for headers nlohmann would not write).
+std::string with_header_text(const std::string& b, const std::string& text) {
+  std::string out;
+  for (int i = 0; i < 8; ++i) out.push_back(char((uint64_t(text.size()) >> (8 * i)) & 0xFF));
+  return out + text + b.substr(8 + header_len(b));
+}
+
 TEST(Checkpoint, SafetensorsLayoutWithPyTorchNamesAndShapes) {
   const Trained& t = trained();
   const uint64_t n = header_len(t.bytes);
@@ -171,7 +178,7 @@ const Corruption kCorruptions[] = {
      [](const std::string& b) { std::string o = b; o[7] = char(0x40); return o; }},
     {"HeaderLengthPastEnd", "bad header length",
      [](const std::string& b) { return b.substr(0, 8 + header_len(b) - 3); }},
-    {"TruncatedData", "data_offsets", [](const std::string& b) { return b.substr(0, b.size() - 10); }},
+    {"TruncatedData", "the data section holds", [](const std::string& b) { return b.substr(0, b.size() - 10); }},
     {"BadJson", "not valid JSON", [](const std::string& b) { std::string o = b; o[8] = 'x'; return o; }},
     {"HeaderNotObject", "not a JSON object",
      [](const std::string& b) { return with_header(b, nlohmann::json::array({1, 2})); }},
@@ -232,6 +239,22 @@ const Corruption kCorruptions[] = {
        return set_in_header(b, [](auto& h) {
          for (auto it = h.begin(); it != h.end();)
            it = it.key().rfind("optimizer.exp_avg_sq.", 0) == 0 ? h.erase(it) : std::next(it);
+       });
+     }},
+    // Hostile headers: deep nesting (printing it would recurse), a key with a newline, and a
+    // valid but huge configuration over a small data section (its slabs would be allocated).
+    {"DeeplyNestedHeader", "nested deeper than", [](const std::string& b) {
+       std::string text = b.substr(8, header_len(b));
+       const size_t at = text.find("\"F32\"");
+       return with_header_text(b, text.replace(at, 5, std::string(100000, '[') + std::string(100000, ']')));
+     }},
+    {"KeyWithNewline", "unexpected tensor \"bad\\nname\"",
+     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["bad\nname"] = 1; }); }},
+    {"HugeConfigSmallData", "the stored configuration needs", [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["hidden_size"] = 8192;
+         h["__metadata__"]["config"] = c.dump();
        });
      }},
     {"NaNInParameters", "non-finite", [](const std::string& b) { return poison_tensor(b, "fc1.weight", std::nanf(""), 57); }},
