@@ -16,6 +16,10 @@ namespace grpo {
 
 namespace {
 
+// Largest screen play draws: every frame prints each cell, so a larger one fits no terminal
+// (grpo eval plays any size without drawing).
+constexpr int kMaxDrawnSide = 1000;
+
 struct PlayState {
   std::string checkpoint;
   double fps = 10;
@@ -53,6 +57,10 @@ int run_play(CLI::App& app, PlayState st) {
   if (app.count("--fail-score")) ck.config.game.fail_score = st.fail_score;
   ck.config.game.validate();
   const GameConfig& g = ck.config.game;
+  if (g.screen_width > kMaxDrawnSide || g.screen_height > kMaxDrawnSide)
+    throw UsageError("--checkpoint " + st.checkpoint + ": its " + std::to_string(g.screen_width) + " x " +
+                     std::to_string(g.screen_height) + " screen is too large to draw (play draws up to " +
+                     std::to_string(kMaxDrawnSide) + " x " + std::to_string(kMaxDrawnSide) + "; grpo eval plays any size)");
   const bool tty = isatty(fileno(stdout));
   HostPolicy policy(ck, 1);
   st.opt.games = 1;

@@ -49,16 +49,23 @@ class PlayEval : public ::testing::Test {
     const RunState s = run_epochs(c, *ex, 5);
     ckpt_ = (dir_ / "tiny.safetensors").string();
     save_checkpoint(ckpt_, c, s, 0.5f, 3);
+    // The same policy on the largest screen a configuration may have (the parameters do not
+    // depend on the screen's size).
+    TrainConfig huge = c;
+    huge.game.screen_width = huge.game.screen_height = kMaxScreenSide;
+    huge_ckpt_ = (dir_ / "huge.safetensors").string();
+    save_checkpoint(huge_ckpt_, huge, s, 0.5f, 3);
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
   void SetUp() override {
     if (!fs::exists(kGrpo)) GTEST_SKIP() << "grpo binary not built";
   }
   static fs::path dir_;
-  static std::string ckpt_;
+  static std::string ckpt_, huge_ckpt_;
 };
 fs::path PlayEval::dir_;
 std::string PlayEval::ckpt_;
+std::string PlayEval::huge_ckpt_;
 
 TEST_F(PlayEval, EvalJsonMatchesTheLibraryAndIsDeterministic) {
   const std::string args = "eval --checkpoint " + ckpt_ + " --games 37 --max-steps 60 --seed 5 --win-score 3 --fail-score -2 --json";
@@ -151,6 +158,16 @@ TEST_F(PlayEval, BadCheckpointIsOneLineAndExitTwo) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
   }
+}
+
+// play draws every cell of every frame: a screen too large for a terminal is refused up front
+// (one line, exit 2) instead of allocating width x height characters per frame.
+TEST_F(PlayEval, PlayRefusesAScreenTooLargeToDraw) {
+  const Out r = run("play --fps 0 --max-steps 2 --checkpoint " + huge_ckpt_);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("too large to draw"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out.substr(0, 200);
 }
 
 }  // namespace
