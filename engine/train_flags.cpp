@@ -18,28 +18,34 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "Flags given explicitly override the preset")
       ->check(CLI::IsMember({"reference", "small"}))
       ->capture_default_str();
-  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")->check(CLI::Range(8, 8192))->capture_default_str();
+  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")->check(plain_integer(false))->check(CLI::Range(8, 8192))->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "replicas R of each start group (games = (W - 3) x R)")
+      ->check(plain_integer(false))
       ->check(CLI::Range(1, 65536))
       ->capture_default_str();
   app.add_option("--total-epochs", c.total_epochs, "epochs (training steps)")
+      ->check(plain_integer(false))
       ->check(CLI::Range(1, (1 << 24) - 1))
       ->capture_default_str();
-  app.add_option("--max-steps", c.max_steps, "game steps T per epoch")->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--max-steps", c.max_steps, "game steps T per epoch")->check(plain_integer(false))->check(CLI::Range(1, 100000))->capture_default_str();
   app.add_option("--lr-rate", c.lr, "initial learning rate (StepLR: x0.95 every 1000 epochs)")
       ->check(CLI::Range(1e-12, 1.0))
       ->capture_default_str();
   app.add_option("--patience", c.patience, "stop after this many epochs without a better score (0: never)")
+      ->check(plain_integer(false))
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--save-checkpoint-per-num-epoch", c.checkpoint_every,
                  "checkpoint cadence in epochs (-1: only at the end)")
+      ->check(plain_integer(true))
       ->check(CLI::Range(-1, 1 << 24) & !CLI::IsMember({0}))
       ->capture_default_str();
   app.add_option("--dropout", c.dropout, "dropout probability, active in rollout and loss pass (0: off)")
       ->check(CLI::Range(0.0, 0.999))
       ->capture_default_str();
-  app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")
+      ->check(plain_integer(false))
+      ->capture_default_str();
   app.add_option("--backend", f.backend, "auto (cuda when a GPU answers, else host), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}))
       ->capture_default_str();

@@ -67,6 +67,13 @@ INSTANTIATE_TEST_SUITE_P(
                       std::make_pair("--sprite-width 0", "--sprite-width"),
                       std::make_pair("--min-fruits 4", "--min-fruits"),
                       std::make_pair("--no-such-flag 1", "--no-such-flag"),
+                      // Integers are plain decimal: no hex, no blanks, no exponent, no sign where none fits.
+                      std::make_pair("--hidden-size 0x10", "--hidden-size"),
+                      std::make_pair("--hidden-size ' 16'", "--hidden-size"),
+                      std::make_pair("--batch-size 1e3", "--batch-size"),
+                      std::make_pair("--seed -1", "--seed"),
+                      std::make_pair("--screen-width 0x20", "--screen-width"),
+                      std::make_pair("--max-steps ''", "--max-steps"),
                       std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps"),
                       // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
                       std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
