@@ -1,7 +1,11 @@
 // Tiny training configurations and helpers shared by the engine tests.
 #pragma once
+#include <sys/wait.h>
+
+#include <cstdio>
 #include <cstring>
 #include <limits>
+#include <string>
 
 #include "engine/executor.h"
 #include "engine/trainer.h"
@@ -9,6 +13,19 @@
 namespace grpo::test {
 
 // Small enough for the emulator: 3 groups x 2 games, 8 steps, hidden 16 (not a multiple of 32).
+// Runs `cmd` through the shell and returns its exit code (-1 unless it exited normally), its
+// standard output in `out`.
+inline int command_output(const std::string& cmd, std::string& out) {
+  out.clear();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = ::pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 inline TrainConfig tiny_config() {
   TrainConfig c;
   c.game.screen_width = 6;

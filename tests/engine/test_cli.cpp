@@ -8,6 +8,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/engine/engine_test_util.h"
+
 namespace {
 
 struct Result {
@@ -103,14 +105,8 @@ TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(run_grpo("").code, 2); }
 TEST(Cli, HelpExitsZero) { EXPECT_EQ(run_grpo("train --help").code, 0); }
 
 TEST(Cli, InfoPrintsCounts) {
-  const std::string cmd = std::string(GRPO_BINARY_DIR) + "/grpo info --preset small 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  EXPECT_EQ(WEXITSTATUS(::pclose(p)), 0) << out;
+  EXPECT_EQ(grpo::test::command_output(std::string(GRPO_BINARY_DIR) + "/grpo info --preset small 2>&1", out), 0) << out;
   // Small configuration: D = 10, Hd = 512: P = 10*512 + 512*512 + 3*512 weights, 2*512+3+512 vectors.
   const size_t params = 10 * 512 + 512 * 512 + 3 * 512 + 512 + 512 + 512 + 3;
   EXPECT_NE(out.find("parameters         " + std::to_string(params)), std::string::npos) << out;

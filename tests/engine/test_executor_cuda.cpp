@@ -2,7 +2,6 @@
 // epoch's kernels (the executor's stream is non-blocking), and capture_graph never captures
 // before a warm-up epoch has met every cuBLAS shape eagerly.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <cstring>
@@ -59,15 +58,8 @@ TEST(ExecutorCuda, InfoGraphCapturesAfterAWarmUp) {
   GRPO_REQUIRE_DEVICE();
   const std::string cmd = std::string(GRPO_BINARY_DIR) +
                           "/grpo info --graph --hidden-size 8 --batch-size 1 --max-steps 2 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = ::pclose(p);
-  ASSERT_TRUE(WIFEXITED(status)) << out;
-  EXPECT_EQ(WEXITSTATUS(status), 0) << out;
+  EXPECT_EQ(command_output(cmd, out), 0) << out;
   EXPECT_NE(out.find("graph nodes        "), std::string::npos) << out;
   EXPECT_EQ(out.find("graph nodes        n/a"), std::string::npos) << out;
 }

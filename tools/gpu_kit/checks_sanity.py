@@ -18,6 +18,22 @@ def _train(kit, tag, extra, epochs, prefix=(), timeout=120, config=kitmod.TINY):
     return kit.run.run("train-" + tag, argv, timeout), out
 
 
+def _train_pair(kit, name, runs, epochs):
+    """Two grpo train runs [(tag, extra flags), (tag, extra flags)]: (the two output folders,
+    seconds) when both ran and exited 0; else None, with the check recorded as not run or failed."""
+    (ta, xa), (tb, xb) = runs
+    a, adir = _train(kit, ta, xa, epochs)
+    b, bdir = _train(kit, tb, xb, epochs)
+    if a is None or b is None:
+        kit.not_run(name, "dry run")
+        return None
+    if not (a.ok and b.ok):
+        why = "a run failed (%s exit %d, %s exit %d)" % (ta, a.rc, tb, b.rc)
+        kit.record(name, "fail", why, a.seconds + b.seconds, a.log + ", " + b.log)
+        return None
+    return adir, bdir, a.seconds + b.seconds
+
+
 def sanitizers(kit):
     """Each tool over test_kernels_cuda and over a 3-epoch grpo train, eager and graph (the
     graph run captures after its eager epoch 0, so both launch paths are covered)."""
@@ -67,27 +83,24 @@ def graph_equals_eager(kit):
     name = "graph replay == eager (5 epochs, bit for bit)"
     if not kit.have("grpo"):
         return kit.not_run(name, "the build failed")
-    g, gdir = _train(kit, "graph", ["--backend", "cuda"], 5)
-    e, edir = _train(kit, "eager", ["--backend", "cuda", "--no-graph"], 5)
-    if g is None or e is None:
-        return kit.not_run(name, "dry run")
-    if not (g.ok and e.ok):
-        return kit.record(name, "fail", "a run failed (graph exit %d, eager exit %d)" % (g.rc, e.rc),
-                          g.seconds + e.seconds, g.log + ", " + e.log)
+    pair = _train_pair(kit, name, [("graph", ["--backend", "cuda"]), ("eager", ["--backend", "cuda", "--no-graph"])], 5)
+    if pair is None:
+        return False
+    gdir, edir, seconds = pair
     try:
         tg = parse.safetensors_tensors(os.path.join(gdir, "final.safetensors"))
         te = parse.safetensors_tensors(os.path.join(edir, "final.safetensors"))
         mg = parse.metrics(os.path.join(gdir, "metrics.jsonl"))
         me = parse.metrics(os.path.join(edir, "metrics.jsonl"))
     except (OSError, ValueError, KeyError) as ex:
-        return kit.record(name, "fail", "unreadable output: %s" % ex, g.seconds + e.seconds)
+        return kit.record(name, "fail", "unreadable output: %s" % ex, seconds)
     differ = sorted(k for k in tg if tg[k] != te.get(k)) + sorted(set(te) - set(tg))
     keys = ("score", "loss", "grad_norm", "reward")
     mdiff = [r["epoch"] for r, s in zip(mg, me) if any(r.get(k) != s.get(k) for k in keys)]
     if differ or mdiff or len(mg) != len(me):
         return kit.record(name, "fail", "tensors differ: %s; epochs whose metrics differ: %s" % (differ, mdiff),
-                          g.seconds + e.seconds)
-    return kit.record(name, "pass", "%d tensors and %d epochs identical" % (len(tg), len(mg)), g.seconds + e.seconds)
+                          seconds)
+    return kit.record(name, "pass", "%d tensors and %d epochs identical" % (len(tg), len(mg)), seconds)
 
 
 # Per-epoch tolerances against the host executor (docs/design.md, "Tolerances"): fp32 products
@@ -102,18 +115,16 @@ def cuda_matches_host(kit, tf32):
     if not kit.have("grpo"):
         return kit.not_run(name, "the build failed")
     tag = "-tf32" if tf32 else ""
-    h, hdir = _train(kit, "host" + tag, ["--backend", "host"], 3)
-    d, ddir = _train(kit, "cuda" + tag, ["--backend", "cuda"] + (["--tf32"] if tf32 else []), 3)
-    if h is None or d is None:
-        return kit.not_run(name, "dry run")
-    if not (h.ok and d.ok):
-        return kit.record(name, "fail", "a run failed (host exit %d, cuda exit %d)" % (h.rc, d.rc),
-                          h.seconds + d.seconds, h.log + ", " + d.log)
+    pair = _train_pair(kit, name, [("host" + tag, ["--backend", "host"]),
+                                   ("cuda" + tag, ["--backend", "cuda"] + (["--tf32"] if tf32 else []))], 3)
+    if pair is None:
+        return False
+    hdir, ddir, seconds = pair
     try:
         mh = parse.metrics(os.path.join(hdir, "metrics.jsonl"))
         md = parse.metrics(os.path.join(ddir, "metrics.jsonl"))
     except (OSError, ValueError) as ex:
-        return kit.record(name, "fail", "unreadable metrics: %s" % ex, h.seconds + d.seconds)
+        return kit.record(name, "fail", "unreadable metrics: %s" % ex, seconds)
     tol, worst, bad = TOL[tf32], {"loss": 0.0, "grad_norm": 0.0, "score": 0.0}, []
     if len(mh) != 3 or len(md) != 3:
         bad.append("epochs: host %d, cuda %d" % (len(mh), len(md)))
@@ -131,4 +142,4 @@ def cuda_matches_host(kit, tf32):
     figure = "max rel diff loss %.2e, grad norm %.2e; max score diff %.3g" % (worst["loss"], worst["grad_norm"],
                                                                                worst["score"])
     kit.data.setdefault("host_parity", {})["tf32" if tf32 else "fp32"] = worst
-    return kit.record(name, "fail" if bad else "pass", figure, h.seconds + d.seconds, detail=bad or None)
+    return kit.record(name, "fail" if bad else "pass", figure, seconds, detail=bad or None)
