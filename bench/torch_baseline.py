@@ -16,7 +16,6 @@ median over the timed epochs. One line per epoch on stderr, a one-line summary o
 import argparse
 import json
 import math
-import os
 import platform
 import statistics
 import sys

@@ -25,12 +25,6 @@ namespace grpo {
 
 namespace {
 
-std::string gib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
-  return buf;
-}
-
 class CudaExecutor final : public Executor {
  public:
   explicit CudaExecutor(const TrainConfig& c)
@@ -40,9 +34,7 @@ class CudaExecutor final : public Executor {
     const size_t need = slab_bytes + arena_bytes_ + (size_t(64) << 20);  // + cuBLAS workspace, slack
     size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    if (need > free_bytes)
-      throw UsageError("this configuration needs about " + gib(need) + " of device memory and only " +
-                       gib(free_bytes) + " is free: lower --hidden-size, --batch-size or --max-steps");
+    require_memory(need, free_bytes, "device");
     stream_ = cuda::make_stream(cudaStreamNonBlocking);
     slabs_ = cuda::device_array<float>(slab_bytes / sizeof(float));
     arena_ = cuda::device_array<std::byte>(arena_bytes_);

@@ -27,6 +27,17 @@ bool cuda_device_available(std::string* why) {
 #endif
 }
 
+void require_memory(size_t need, size_t available, const char* where) {
+  if (need <= available) return;
+  auto gib = [](size_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
+    return std::string(buf);
+  };
+  throw UsageError("this configuration needs about " + gib(need) + " of " + where + " memory and only " +
+                   gib(available) + " is available: lower --hidden-size, --batch-size or --max-steps");
+}
+
 std::unique_ptr<Executor> make_executor(const TrainConfig& c, bool quiet) {
   std::string why;
   switch (c.backend) {

@@ -37,6 +37,11 @@ class Executor {
   virtual size_t capture_graph() { return 0; }
 };
 
+// Throws UsageError, naming the sizes and the flags that shrink them, when a configuration
+// needs more than `available` bytes of `where` ("host", "device") memory; the executors call it
+// before allocating anything.
+void require_memory(size_t need, size_t available, const char* where);
+
 std::unique_ptr<Executor> make_host_executor(const TrainConfig& c);
 #if defined(GRPO_HAVE_CUDA)
 std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c);

@@ -1,13 +1,11 @@
 #include <unistd.h>
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <new>
 #include <string>
 
-#include "engine/errors.h"
 #include "engine/executor.h"
 #include "engine/host_ops.h"
 #include "engine/metrics_ring.h"
@@ -43,19 +41,11 @@ size_t available_host_bytes() {
   return pages > 0 && page > 0 ? size_t(pages) * size_t(page) : 0;
 }
 
-std::string gib(size_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f GiB", double(bytes) / double(size_t{1} << 30));
-  return buf;
-}
-
 // Refuses, before allocating anything, a configuration whose slabs and arena cannot fit.
 const TrainConfig& fits_in_host_memory(const TrainConfig& c) {
   const size_t need = 4 * ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float) + ArenaLayout(c).total;
   const size_t have = available_host_bytes();
-  if (have > 0 && need > have)
-    throw UsageError("this configuration needs about " + gib(need) + " of host memory and only " + gib(have) +
-                     " is available: lower --hidden-size, --batch-size or --max-steps");
+  if (have > 0) require_memory(need, have, "host");
   return c;
 }
 
