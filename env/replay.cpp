@@ -8,6 +8,7 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -26,12 +27,16 @@ constexpr int kMaxY = (1 << 24) - 2;  // y + 1 stays exact in float32
   throw UsageError("replay input: " + field + ": " + what);
 }
 
+// The helpers that return a reference into the document take the field name as a string_view:
+// g++ 13's -Wdangling-reference flags any such call that binds a temporary std::string.
+
 // Document nesting allowed: the format needs 5 levels (document, steps, a step, spawn_x, a row).
 constexpr int kMaxDepth = 8;
 
 std::string at(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
-const json& array_of(const json& j, const std::string& field, size_t len) {
+const json& array_of(const json& j, std::string_view field_view, size_t len) {
+  const std::string field(field_view);
   if (!j.is_array()) fail(field, "must be an array");
   if (j.size() != len)
     fail(field, "must have " + std::to_string(len) + " elements (has " + std::to_string(j.size()) + ")");
@@ -63,9 +68,9 @@ void check_keys(const json& obj, const std::string& field, std::initializer_list
   }
 }
 
-const json& required(const json& obj, const std::string& field, const char* key) {
+const json& required(const json& obj, std::string_view field, const char* key) {
   auto it = obj.find(key);
-  if (it == obj.end()) fail(field.empty() ? std::string(key) : field + "." + key, "is missing");
+  if (it == obj.end()) fail(field.empty() ? std::string(key) : std::string(field) + "." + key, "is missing");
   return *it;
 }
 
@@ -133,7 +138,8 @@ ReplayStep parse_step(const GameConfig& cfg, int n, const json& j, const std::st
       fail(at(fc, g), "must be a number in [0, 1) (got " + json_excerpt(c) + ")");
     // Rounding may carry a coin just below 1 up to 1.0f: still a valid "heads" (> 0.5).
     st.coins.push_back(static_cast<float>(c.get<double>()));
-    const json& row = array_of(spawn[g], at(fs, g), static_cast<size_t>(cfg.max_fruits));
+    const std::string row_field = at(fs, g);
+    const json& row = array_of(spawn[g], row_field, static_cast<size_t>(cfg.max_fruits));
     for (int k = 0; k < cfg.max_fruits; ++k)
       st.spawn_x.push_back(integer_in(row[k], at(at(fs, g), k), 0, cfg.screen_width - 1));
   }

@@ -63,6 +63,28 @@ class Outputs(unittest.TestCase):
         self.assertEqual(t, {"a": data[:8], "b": data[8:]})
 
 
+class BuildDiagnostics(unittest.TestCase):
+    def test_gcc_nvcc_and_ptxas_lines_once_each(self):
+        log = "\n".join([
+            "[3/9] Building CXX object a.o",
+            "/src/env/replay.cpp:136:17: error: possibly dangling reference [-Werror=dangling-reference]",
+            "  136 |     const json& row = ...",
+            "/src/kernels/x.cu(42): warning #177-D: variable \"y\" was declared but never referenced",
+            "ptxas warning : Registers are spilled to local memory in function 'k'",
+            "/src/env/replay.cpp:136:17: error: possibly dangling reference [-Werror=dangling-reference]",
+            "cc1plus: all warnings being treated as errors",
+            "ninja: build stopped: subcommand failed.",
+        ])
+        found = parse.diagnostics(log)
+        self.assertEqual(len(found), 3)
+        self.assertTrue(found[0].startswith("/src/env/replay.cpp:136:17: error"))
+        self.assertIn("#177-D", found[1])
+        self.assertTrue(found[2].startswith("ptxas warning"))
+
+    def test_clean_log_has_none(self):
+        self.assertEqual(parse.diagnostics("[1/2] Building CXX object a.o\n[2/2] Linking CXX executable grpo\n"), [])
+
+
 class Report(unittest.TestCase):
     def test_summary_table_first_and_failures_counted(self):
         with tempfile.TemporaryDirectory() as d:

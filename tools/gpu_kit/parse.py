@@ -25,6 +25,22 @@ def sanitizer_errors(text):
     return sum(int(m.group(1)) for m in found), 0
 
 
+_DIAGNOSTIC = re.compile(r"^(\S+?(?::\d+(?::\d+)?:|\(\d+\):) (?:fatal )?(?:error|warning)\b.*"
+                         r"|ptxas (?:fatal|error|warning).*)$", re.M)
+
+
+def diagnostics(text):
+    """The compiler's error and warning lines in a build log, each once, in order of first
+    appearance: g++'s `file:line:col: error: ...`, nvcc's `file(line): warning #...` and
+    ptxas's own lines."""
+    seen = []
+    for m in _DIAGNOSTIC.finditer(text):
+        line = m.group(1).strip()
+        if line not in seen:
+            seen.append(line)
+    return seen
+
+
 def junit_counts(path):
     """(passed, failed, skipped, names of failed or skipped tests) from ctest --output-junit."""
     root = ET.parse(path).getroot()
