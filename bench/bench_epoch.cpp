@@ -4,7 +4,9 @@
 // GEMM on a GPU) and the ratio to the FLOP floor: the spec's FLOP count (8MP, issue 7's
 // definition) at that rate, although the engine executes only ~6MP of it. --breakdown adds a
 // steady-clock per-op table of the host executor (where the CPU time goes; the host's loss pass
-// is one row, its blocks call the twins directly). --json writes the same rows.
+// is one row, its blocks call the twins directly) and, on a GPU, an event-timed per-op table of
+// the eager CUDA epoch (bench/cuda_breakdown.h). --tf32 runs the CUDA executor's products in
+// TF32 (grpo train --tf32). --json writes the same rows.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,9 @@
 #include <omp.h>
 
 #include "bench/device_ceiling.h"
+#if defined(GRPO_GPU)
+#include "bench/cuda_breakdown.h"
+#endif
 #include "bench/host_ceiling.h"
 #include "bench/timed_ops.h"
 #include "engine/cost.h"
@@ -64,10 +69,26 @@ std::map<std::string, bench::OpTime> host_breakdown(const TrainConfig& c, int wa
   *b.scalars = s.scalars;
   HostOps host(c.game, c.batch_size);
   for (int i = 0; i < warmup; ++i) training_step(host, b, c);
-  bench::TimedOps timed(host);
+  bench::SteadyClock clock;
+  bench::TimedOps timed(host, clock, /*whole_composites=*/true);
   for (int i = 0; i < repeats; ++i) training_step(timed, b, c);
   for (auto& [name, t] : timed.times) t.seconds /= repeats, t.calls /= repeats;
   return timed.times;
+}
+
+// Prints one breakdown table and returns it as JSON rows.
+json print_breakdown(const char* title, const std::map<std::string, bench::OpTime>& t) {
+  double total = 0;
+  for (const auto& [n, v] : t) total += v.seconds;
+  std::printf("\n%s:\n", title);
+  std::printf("%-40s %10s %8s %7s\n", "phase/op", "s", "calls", "share");
+  json rows = json::array();
+  for (const auto& [n, v] : t) {
+    std::printf("%-40s %10.6f %8ld %6.1f%%\n", n.c_str(), v.seconds, v.calls, 100 * v.seconds / total);
+    rows.push_back({{"op", n}, {"s", v.seconds}, {"calls", v.calls}});
+  }
+  std::printf("%-40s %10.6f\n", "total", total);
+  return rows;
 }
 
 }  // namespace
@@ -76,7 +97,7 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_epoch: epochs/s of the host and CUDA executors against measured ceilings"};
   std::string preset = "small", json_path, only;
   int hidden = 0, batch = 0, steps = 0, warmup = 1, repeats = 5, gemm_n = 1024;
-  bool breakdown = false;
+  bool breakdown = false, tf32 = false;
   app.add_option("--preset", preset, "small or reference (the sizes of grpo train's presets)")
       ->check(CLI::IsMember({"small", "reference"}));
   app.add_option("--hidden-size", hidden, "override the preset's hidden width")->check(CLI::Range(8, 8192));
@@ -88,7 +109,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"host", "eager", "graph"}));
   app.add_option("--gemm-n", gemm_n, "size of the square sgemm that measures the host ceiling")
       ->check(CLI::Range(64, 8192));
-  app.add_flag("--breakdown", breakdown, "host: per-op steady-clock table of one epoch");
+  app.add_flag("--breakdown", breakdown, "per-op tables of one epoch: host (steady clock), CUDA eager (events)");
+  app.add_flag("--tf32", tf32, "the CUDA executor's products in TF32 (grpo train --tf32)");
   app.add_option("--json", json_path, "also write the results as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
@@ -97,6 +119,7 @@ int main(int argc, char** argv) {
   if (hidden) c.hidden_size = hidden;
   if (batch) c.batch_size = batch;
   if (steps) c.max_steps = steps;
+  c.tf32 = tf32;
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -108,7 +131,7 @@ int main(int argc, char** argv) {
   const double game_steps = double(c.samples());
   json out = {{"bench", "bench_epoch"},
               {"config", {{"hidden", c.hidden_size}, {"batch", c.batch_size}, {"steps", c.max_steps},
-                          {"games", c.games()}, {"samples", c.samples()}}},
+                          {"games", c.games()}, {"samples", c.samples()}, {"tf32", c.tf32}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},
@@ -174,18 +197,19 @@ int main(int argc, char** argv) {
   }
 
   if (breakdown) {
-    const auto t = host_breakdown(c, warmup, std::max(1, std::min(repeats, 3)));
-    double total = 0;
-    for (const auto& [n, v] : t) total += v.seconds;
-    std::printf("\nhost per-op breakdown (s per epoch, steady clock around each op):\n");
-    std::printf("%-40s %10s %8s %7s\n", "phase/op", "s", "calls", "share");
-    json bd = json::array();
-    for (const auto& [n, v] : t) {
-      std::printf("%-40s %10.4f %8ld %6.1f%%\n", n.c_str(), v.seconds, v.calls, 100 * v.seconds / total);
-      bd.push_back({{"op", n}, {"s", v.seconds}, {"calls", v.calls}});
+    const int n = std::max(1, std::min(repeats, 3));
+    if (only.empty() || only == "host")
+      out["breakdown"] = print_breakdown("host per-op breakdown (s per epoch, steady clock around each op)",
+                                         host_breakdown(c, warmup, n));
+#if defined(GRPO_GPU)
+    if (dev_floor > 0) {
+      TrainConfig g = c;
+      g.backend = Backend::Cuda;
+      out["cuda_breakdown"] = print_breakdown(
+          "cuda eager per-op breakdown (s per epoch, events around each op; launch waits included)",
+          bench::cuda_breakdown(g, std::max(warmup, 2), n));
     }
-    std::printf("%-40s %10.4f\n", "total", total);
-    out["breakdown"] = bd;
+#endif
   }
   if (!json_path.empty()) {
     std::ofstream f(json_path);

@@ -1,5 +1,6 @@
-// A steady-clock per-op breakdown of the host executor: wraps any Ops and adds each call's wall
-// time to its op's row. Used by bench_epoch --breakdown (host only: a CUDA op returns at launch).
+// A per-op breakdown of an epoch: wraps any Ops and adds each call's time, taken by an OpClock,
+// to its op's row. The host's clock is the steady clock around the call; a CUDA op returns at
+// launch, so its clock records events on the stream instead (bench/cuda_breakdown.h).
 #pragma once
 #include <map>
 #include <string>
@@ -14,17 +15,41 @@ struct OpTime {
   long calls = 0;
 };
 
+// Times one op call: start() before it, stop() after it with the row it adds to (a std::map
+// row, whose address is stable). A clock may add the time later (events read after a sync).
+class OpClock {
+ public:
+  virtual ~OpClock() = default;
+  virtual size_t start() = 0;
+  virtual void stop(size_t token, OpTime& row) = 0;
+};
+
+class SteadyClock final : public OpClock {
+ public:
+  size_t start() override {
+    t0_ = seconds_now();
+    return 0;
+  }
+  void stop(size_t, OpTime& row) override { row.seconds += seconds_now() - t0_; }
+
+ private:
+  double t0_ = 0;
+};
+
+// whole_composites: the composite ops (rollout, loss pass, head loss, LayerNorm input backward)
+// are one row each, timed around the inner executor's own implementation (the host's fused
+// passes); otherwise they are composed here from the primitive ops, each timed (the CUDA ops).
 class TimedOps final : public Ops {
  public:
-  explicit TimedOps(Ops& inner) : in_(inner) {}
+  TimedOps(Ops& inner, OpClock& clock, bool whole_composites) : in_(inner), clock_(clock), whole_(whole_composites) {}
   std::map<std::string, OpTime> times;
 
 #define GRPO_TIMED(name, call)                  \
   do {                                          \
-    const double t0_ = seconds_now();           \
+    const size_t token_ = clock_.start();       \
     call;                                       \
     OpTime& o_ = times[prefix_ + name];         \
-    o_.seconds += seconds_now() - t0_;          \
+    clock_.stop(token_, o_);                    \
     ++o_.calls;                                 \
   } while (0)
 
@@ -59,6 +84,7 @@ class TimedOps final : public Ops {
   void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* g, const float* m,
                                 const float* r, float* dh0, float* dg, float* db, float* dw, int M, int N, int D,
                                 float* s) override {
+    if (!whole_) return Ops::layernorm_input_backward(dh1, h0, X, g, m, r, dh0, dg, db, dw, M, N, D, s);
     GRPO_TIMED("layernorm_input_backward", in_.layernorm_input_backward(dh1, h0, X, g, m, r, dh0, dg, db, dw, M, N, D, s));
   }
   void bias_gelu_dropout_forward(const float* a, const float* b, float* out, int M, int N,
@@ -69,10 +95,18 @@ class TimedOps final : public Ops {
                                   int N, const DropoutSpec& d, float* s) override {
     GRPO_TIMED("gelu_dropout_backward", in_.bias_gelu_dropout_backward(dout, a, b, da, db, M, N, d, s));
   }
-  // The host's rollout and loss pass call their twins directly, so each is one row here.
-  void rollout(const Rollout& r) override { GRPO_TIMED("rollout", in_.rollout(r)); }
-  void loss_pass(const LossPass& l) override { GRPO_TIMED("loss_pass", in_.loss_pass(l)); }
-  void policy_head_loss(const HeadLoss& h) override { GRPO_TIMED("policy_head_loss", in_.policy_head_loss(h)); }
+  void rollout(const Rollout& r) override {
+    if (!whole_) return Ops::rollout(r);
+    GRPO_TIMED("rollout", in_.rollout(r));
+  }
+  void loss_pass(const LossPass& l) override {
+    if (!whole_) return Ops::loss_pass(l);
+    GRPO_TIMED("loss_pass", in_.loss_pass(l));
+  }
+  void policy_head_loss(const HeadLoss& h) override {
+    if (!whole_) return Ops::policy_head_loss(h);
+    GRPO_TIMED("policy_head_loss", in_.policy_head_loss(h));
+  }
   void sample_actions(const float* l, int M, uint64_t seed, const uint32_t* e, uint32_t step, int32_t* a) override {
     GRPO_TIMED("sample_actions", in_.sample_actions(l, M, seed, e, step, a));
   }
@@ -109,6 +143,8 @@ class TimedOps final : public Ops {
 
  private:
   Ops& in_;
+  OpClock& clock_;
+  bool whole_;
   std::string prefix_;
 };
 

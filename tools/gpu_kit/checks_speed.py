@@ -55,24 +55,31 @@ def bench_kernels(kit):
                                    doc.get("sgemm_gflops", 0)), res.seconds, res.log)
 
 
+# bench_epoch variants: (row name, executor, extra flags, key suffix in the JSON's figures).
+EPOCH_VARIANTS = (("eager", "eager", [], "_eager"), ("graph", "graph", [], ""),
+                  ("graph TF32", "graph", ["--tf32"], "_tf32"))
+
+
 def bench_epochs(kit):
-    """bench_epoch per preset and executor (eager, graph); the peak of nvidia-smi's used memory
-    while each runs (the whole GPU: the CUDA context and cuBLAS included)."""
+    """bench_epoch per preset and variant (eager, graph, graph with TF32 products); the peak of
+    nvidia-smi's used memory while each runs (the whole GPU: the CUDA context and cuBLAS
+    included). The x-floor figure is against the FP32 floor in every variant."""
     epochs, steps, peak = {}, {}, {}
     for p in PRESETS:
-        for ex in ("eager", "graph"):
-            name = "bench_epoch %s %s" % (p, ex)
-            if kit.quick and ex == "eager" and p == "reference":
+        for label, ex, flags, suffix in EPOCH_VARIANTS:
+            name = "bench_epoch %s %s" % (p, label)
+            if kit.quick and label != "graph":
                 kit.not_run(name, "--quick")
                 continue
             if not kit.have("bench_epoch"):
                 kit.not_run(name, "the build failed")
                 continue
-            path = os.path.join(kit.tmp("bench"), "epoch-%s-%s.json" % (p, ex))
+            tag = "%s-%s" % (p, label.replace(" ", "-").lower())
+            path = os.path.join(kit.tmp("bench"), "epoch-%s.json" % tag)
             reps = "5" if kit.quick else "15"
             kit.memory.reset()
-            res = kit.run.run("bench-epoch-%s-%s" % (p, ex), [kit.bin("bench_epoch"), "--preset", p, "--executor", ex,
-                                                               "--warmup", "3", "--repeats", reps, "--json", path], 240)
+            res = kit.run.run("bench-epoch-" + tag, [kit.bin("bench_epoch"), "--preset", p, "--executor", ex,
+                                                     "--warmup", "3", "--repeats", reps, "--json", path] + flags, 240)
             if res is None or not res.ok:
                 kit.from_result(name, res, "")
                 continue
@@ -81,15 +88,47 @@ def bench_epochs(kit):
             except (OSError, ValueError, KeyError, IndexError) as e:
                 kit.record(name, "fail", "no cuda %s row in the JSON (%s)" % (ex, e), res.seconds, res.log)
                 continue
-            key = p if ex == "graph" else p + "_eager"
+            key = p + suffix
             epochs[key], steps[key] = row["epochs_per_s"], row["game_steps_per_s"]
             peak[key] = kit.memory.peak()
             kit.record(name, "pass", "%.1f epochs/s, %.3g game steps/s, %.2fx the device floor, peak %d MiB" % (
                 row["epochs_per_s"], row["game_steps_per_s"], row["x_floor"], peak[key]), res.seconds, res.log)
     kit.data["epochs_per_s"] = {p: epochs.get(p) for p in PRESETS}
     kit.data["epochs_per_s_eager"] = {p: epochs.get(p + "_eager") for p in PRESETS}
+    kit.data["epochs_per_s_tf32"] = {p: epochs.get(p + "_tf32") for p in PRESETS}
     kit.data["game_steps_per_s"] = {p: steps.get(p) for p in PRESETS}
     kit.data["peak_gpu_memory_mib"] = peak
+
+
+def breakdown(kit):
+    """Where an eager epoch's time goes: bench_epoch --breakdown's event-timed table per op and
+    phase (launch waits included), per preset; the report lists the largest rows."""
+    tables = {}
+    for p in PRESETS:
+        name = "per-op breakdown (%s, eager)" % p
+        if kit.quick:
+            kit.not_run(name, "--quick")
+            continue
+        if not kit.have("bench_epoch"):
+            kit.not_run(name, "the build failed")
+            continue
+        path = os.path.join(kit.tmp("bench"), "breakdown-%s.json" % p)
+        res = kit.run.run("breakdown-" + p, [kit.bin("bench_epoch"), "--preset", p, "--executor", "eager",
+                                             "--breakdown", "--warmup", "2", "--repeats", "3", "--json", path], 240)
+        if res is None or not res.ok:
+            kit.from_result(name, res, "")
+            continue
+        try:
+            rows = sorted(_load(path)["cuda_breakdown"], key=lambda r: -r["s"])
+            total = sum(r["s"] for r in rows)
+        except (OSError, ValueError, KeyError) as e:
+            kit.record(name, "fail", "no cuda_breakdown in the JSON (%s)" % e, res.seconds, res.log)
+            continue
+        tables[p] = rows
+        top = ", ".join("%s %.0f%%" % (r["op"], 100 * r["s"] / total) for r in rows[:3])
+        kit.record(name, "pass", "%.2f ms per epoch in %d op rows; largest: %s" % (1e3 * total, len(rows), top),
+                   res.seconds, res.log)
+    kit.data["cuda_breakdown"] = tables
 
 
 def torch_baseline(kit):

@@ -57,14 +57,14 @@ def markdown(doc):
     lines += ["", "## Device", ""] + ["- %s: %s" % (k, v) for k, v in d.items()]
     eps, teps, ratio = doc["epochs_per_s"], doc["torch_epochs_per_s"], doc.get("engine_over_torch", {})
     steps = doc.get("game_steps_per_s", {})
-    eager = doc.get("epochs_per_s_eager", {})
+    eager, tf32 = doc.get("epochs_per_s_eager", {}), doc.get("epochs_per_s_tf32", {})
     lines += ["", "## Epochs per second (training included)", "",
-              "| preset | engine graph | engine eager | game steps/s (graph) | PyTorch best | engine / PyTorch |",
-              "| --- | --- | --- | --- | --- | --- |"]
+              "| preset | engine graph | engine eager | engine graph TF32 | game steps/s (graph) | PyTorch best | "
+              "engine / PyTorch |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for p in ("small", "reference"):
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (p, _fmt(eps.get(p)), _fmt(eager.get(p)),
-                                                          _fmt(steps.get(p), "%.3g"), _fmt(teps.get(p)),
-                                                          _fmt(ratio.get(p), "%.2fx")))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(steps.get(p), "%.3g"),
+            _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",
@@ -74,6 +74,12 @@ def markdown(doc):
         for r in k["rows"]:
             lines.append("| %s | %s | %.1f | %.0f %s | %.0f%% |" % (r["op"], r["case"], r["us"], r["rate"], r["unit"],
                                                                   100 * r["fraction"]))
+    for p, rows in (doc.get("cuda_breakdown") or {}).items():
+        total = sum(r["s"] for r in rows) or 1.0
+        lines += ["", "## Where an eager %s epoch goes (events around each op, launch waits included)" % p, "",
+                  "| phase/op | ms per epoch | calls | share |", "| --- | --- | --- | --- |"]
+        lines += ["| %s | %.3f | %d | %.1f%% |" % (_cell(r["op"]), 1e3 * r["s"], r["calls"], 100 * r["s"] / total)
+                  for r in rows[:15]]
     if doc.get("graph_nodes"):
         lines += ["", "## Graph nodes per epoch", ""] + ["- %s: %d" % kv for kv in doc["graph_nodes"].items()]
     if doc.get("peak_gpu_memory_mib"):
