@@ -83,13 +83,14 @@ def binaries(kit, names):
 
 def ctest(kit, name, label_args, timeout):
     """One ctest run over build/gpu; a skipped test on a GPU machine is a failure (every
-    *_cuda test skips only when no device answers)."""
+    *_cuda test skips only when no device answers). Each test gets 120 s, so one that hangs
+    fails alone instead of taking the step's whole time limit with it."""
     if not kit.have("grpo"):
         return kit.not_run(name, "the build failed")
     junit = os.path.join(kit.tmp("ctest"), name.replace(" ", "-") + ".xml")
     jobs = str(min(os.cpu_count() or 2, 16))
-    argv = ["ctest", "--test-dir", kit.build, "-j", jobs, "--output-on-failure", "--no-tests=error",
-            "--output-junit", junit] + label_args
+    argv = ["ctest", "--test-dir", kit.build, "-j", jobs, "--timeout", "120", "--output-on-failure",
+            "--no-tests=error", "--output-junit", junit] + label_args
     res = kit.run.run(name.replace(" ", "-"), argv, timeout)
     if res is None:
         return kit.not_run(name, "dry run")
