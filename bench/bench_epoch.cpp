@@ -27,9 +27,9 @@
 #include "bench/host_ceiling.h"
 #include "bench/timed_ops.h"
 #include "engine/cost.h"
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "engine/executor.h"
-#include "engine/host_ops.h"
+#include "engine/host/ops.h"
 #include "engine/step.h"
 
 namespace {

@@ -17,7 +17,7 @@
 
 #include "bench/device_ceiling.h"
 #include "bench/host_ceiling.h"
-#include "kernels/check.h"
+#include "core/cuda_check.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"

@@ -2,20 +2,20 @@
 // stream, read after the epoch's sync. An interval holds the op's kernels and any time the GPU
 // spent waiting for them to be launched, so where launches set the pace (small shapes) the rows
 // show launch cost as much as kernel time; their sum against the graph's epoch time says how
-// much of an eager epoch is waiting. Built the way engine/cuda_executor_cuda.cpp builds its ops.
+// much of an eager epoch is waiting. Built the way engine/cuda/executor_cuda.cpp builds its ops.
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
 #include "bench/timed_ops.h"
-#include "engine/cuda_ops.h"
+#include "engine/cuda/ops.h"
 #include "engine/executor.h"
 #include "engine/layout.h"
 #include "engine/step.h"
 #include "engine/train_config.h"
-#include "kernels/check.h"
-#include "kernels/cuda_resources.h"
+#include "core/cuda_check.h"
+#include "core/cuda_resources.h"
 #include "kernels/matmul.h"
 
 namespace grpo::bench {

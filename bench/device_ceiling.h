@@ -9,7 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "bench/host_ceiling.h"
-#include "kernels/check.h"
+#include "core/cuda_check.h"
 
 namespace grpo::bench {
 

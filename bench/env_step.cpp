@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "bench/env_step_common.h"
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "env/games.h"
 
 int main(int argc, char** argv) {

@@ -9,7 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "env/game_config.h"
-#include "env/game_flags.h"
+#include "cli/game_flags.h"
 
 namespace grpo::bench {
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 
 #include "bench/env_step_common.h"
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "env/games.h"
-#include "kernels/check.h"
+#include "core/cuda_check.h"
 
 namespace {
 template <class T>

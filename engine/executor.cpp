@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "engine/init.h"
 
 #if defined(GRPO_HAVE_CUDA)

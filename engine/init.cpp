@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/rng.h"
+#include "core/rng.h"
 
 namespace grpo {
 

@@ -1,5 +1,5 @@
 #include "engine/metrics_ring.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo {
 

@@ -32,7 +32,7 @@ class Ops {
   virtual void bias_grad(const float* dY, float* db, int M, int N, float* scratch) = 0;
   // A hint: W [N, K] will not change until the next adamw or weights_fixed call, so an executor
   // may keep a packed copy for the linear_forward calls that read it (HostOps does:
-  // kernels/gemm_packed_host.h). The default ignores it.
+  // cpu/gemm_packed.h). The default ignores it.
   virtual void weights_fixed(const float* /*W*/, int /*N*/, int /*K*/) {}
 
   // h1 = h0 + LayerNorm(gelu(h0)) and its backward (kernels/layernorm.h).
@@ -67,7 +67,7 @@ class Ops {
   // t*N.. of acts (the loss pass reuses the trunk's), its actions, rewards and next observations
   // into rows t*N... The default (ops.cpp) is that step-by-step loop, which the CUDA executor
   // captures. No game reads another's rows, so HostOps runs fixed groups of games from the first
-  // step to the last on the pool's threads, with no barrier between steps (engine/host_rollout.cpp).
+  // step to the last on the pool's threads, with no barrier between steps (engine/host/rollout.cpp).
   struct Rollout {
     ParamViews p;
     PolicyActs acts;  // [M, H] (M = T N)
@@ -105,7 +105,7 @@ class Ops {
   // overwritten. acts holds the trunk's activations of all M rows (a1 and h2 are clobbered),
   // d_big is one more [M, H] work array. The default (ops.cpp) runs the two over all M rows;
   // HostOps runs them block by block of rows so that each block stays in cache
-  // (engine/host_loss_pass.cpp).
+  // (engine/host/loss_pass.cpp).
   struct LossPass {
     HeadLoss head;  // head.da1 is the gradient the trunk's backward starts from
     ParamViews p, g;

@@ -4,7 +4,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
-#include "kernels/check.h"
+#include "core/cuda_check.h"
 #endif
 
 namespace grpo {

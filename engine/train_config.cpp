@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 
 namespace grpo {
 

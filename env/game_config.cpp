@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 
 namespace grpo {
 

@@ -1,7 +1,7 @@
 // The game's parameters (docs/spec/fruit_catcher.md, "Parameters"). A plain trivially copyable struct:
 // kernels take it by value, so it holds no pointers and nothing that changes during a run.
 #pragma once
-#include "kernels/hd.h"
+#include "core/host_device.h"
 
 namespace grpo {
 

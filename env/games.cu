@@ -2,7 +2,7 @@
 // structure-of-arrays block of env/games.h. The epoch is read from device memory by the kernel
 // (graph replay); seed and t are fixed per launch and may be captured.
 #include "env/games.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo {
 

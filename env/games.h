@@ -13,7 +13,7 @@
 //
 // Games are numbered game = group * replicas + replica, group in [0, W-3).
 //
-// Random draws (kernels/rng.h, seed = the run's seed, epoch read through a pointer: on the device
+// Random draws (core/rng.h, seed = the run's seed, epoch read through a pointer: on the device
 // it is a DEVICE pointer, read by the kernel, so a replayed CUDA graph draws fresh numbers):
 //   start fruit x of group g:  bits_to_index(draw4(seed, StartFruit, epoch, 0, g, 0).x, W)
 //   step t of game k: words w_0, w_1, ... where w_{4b+c} = component c (x, y, z, w) of
@@ -26,8 +26,8 @@
 
 #include "env/game_config.h"
 #include "env/rules.h"
-#include "kernels/hd.h"
-#include "kernels/rng.h"
+#include "core/host_device.h"
+#include "core/rng.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "engine/errors.h"
-#include "engine/json_excerpt.h"
+#include "core/errors.h"
+#include "core/json_excerpt.h"
 #include "env/games.h"
 
 namespace grpo {
@@ -238,38 +238,6 @@ void run_replay(std::istream& in, std::ostream& out, ReplayBackend backend) {
   const ReplayDocument doc = parse_replay(in);
   backend(doc, [&](uint32_t t, const ReplayFrame& f) { out << format_replay_frame(doc.cfg, t, f) << '\n'; });
   out.flush();
-}
-
-Command make_replay_command(CLI::App& app, ReplayBackend cuda) {
-  struct Options {
-    std::string input = "-";
-    std::string backend = "host";
-  };
-  auto opt = std::make_shared<Options>();
-  CLI::App* sub = app.add_subcommand("replay", "conformance interface: replay a game document (JSON) step by step");
-  sub->add_option("--input", opt->input, "JSON document to replay ('-' = stdin)")->capture_default_str();
-  sub->add_option("--backend", opt->backend, "executor: host or cuda")
-      ->check(CLI::IsMember({"host", "cuda"}))
-      ->capture_default_str();
-  return {sub, [opt, cuda]() {
-            ReplayBackend backend = replay_host;
-            if (opt->backend == "cuda") {
-              if (!cuda)
-                throw UsageError("--backend cuda: this grpo was built without CUDA (host flavour); use --backend host");
-              backend = cuda;
-            }
-            if (opt->input == "-") {
-              run_replay(std::cin, std::cout, backend);
-            } else {
-              std::error_code ec;
-              if (std::filesystem::is_directory(opt->input, ec))
-                throw UsageError("--input: " + json_excerpt(json(opt->input)) + " is a folder, not a JSON file");
-              std::ifstream f(opt->input);
-              if (!f) throw UsageError("--input: cannot open " + json_excerpt(json(opt->input)));
-              run_replay(f, std::cout, backend);
-            }
-            return 0;
-          }};
 }
 
 }  // namespace grpo

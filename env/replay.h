@@ -27,7 +27,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/commands.h"
 #include "env/game_config.h"
 #include "env/rules.h"
 
@@ -69,9 +68,5 @@ void replay_cuda(const ReplayDocument& doc, const ReplayEmit& emit);  // env/rep
 // Parses `in`, runs it on `backend` and writes one line per step to `out`.
 void run_replay(std::istream& in, std::ostream& out, ReplayBackend backend);
 
-// Registers the `replay` subcommand. `cuda` is null in the host flavour, where --backend cuda is
-// refused with a UsageError. add_replay_command (engine/commands.h, env/replay_command.cpp)
-// calls this with the flavour's backends.
-Command make_replay_command(CLI::App& app, ReplayBackend cuda);
 
 }  // namespace grpo

@@ -5,7 +5,7 @@
 
 #include "env/games.h"
 #include "env/replay.h"
-#include "kernels/check.h"
+#include "core/cuda_check.h"
 
 namespace grpo {
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 
 #include "env/game_config.h"
-#include "kernels/exact_math.h"
-#include "kernels/hd.h"
+#include "core/exact_math.h"
+#include "core/host_device.h"
 
 // Device pass only: g++ (and nvcc's host pass) would warn about an unknown pragma.
 #if defined(__CUDA_ARCH__)

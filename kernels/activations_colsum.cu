@@ -1,6 +1,6 @@
 // Stage 2 of the deterministic column reductions (activations_colsum.h).
 #include "kernels/activations_colsum.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo::colsum {
 

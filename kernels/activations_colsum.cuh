@@ -10,7 +10,7 @@
 #include <cstddef>
 
 #include "kernels/activations_colsum.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo::colsum {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/hd.h"
+#include "core/host_device.h"
 
 namespace grpo {
 

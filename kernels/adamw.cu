@@ -2,7 +2,7 @@
 #include <stdexcept>
 
 #include "kernels/adamw.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo {
 namespace {

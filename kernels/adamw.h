@@ -25,8 +25,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/exact_math.h"
-#include "kernels/hd.h"
+#include "core/exact_math.h"
+#include "core/host_device.h"
 #include "kernels/train_scalars.h"
 
 #if defined(GRPO_HAVE_CUDA)

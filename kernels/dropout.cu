@@ -3,7 +3,7 @@
 
 #include "kernels/activations_vec.cuh"
 #include "kernels/dropout.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo {
 

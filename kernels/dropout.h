@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/hd.h"
-#include "kernels/rng.h"
+#include "core/host_device.h"
+#include "core/rng.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>

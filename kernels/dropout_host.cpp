@@ -5,11 +5,11 @@
 #include <cstddef>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include "kernels/immintrin_host.h"
+#include "cpu/simd.h"
 #define GRPO_HOST_X86 1
 #endif
 
-#include "kernels/cpu_features.h"
+#include "cpu/features.h"
 #include "kernels/dropout.h"
 #include "kernels/dropout_fast_host.h"
 

@@ -4,7 +4,7 @@
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/gelu.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo {
 

@@ -10,7 +10,7 @@
 
 #include "kernels/activations_colsum.h"
 #include "kernels/dropout.h"
-#include "kernels/hd.h"
+#include "core/host_device.h"
 
 namespace grpo {
 

@@ -9,8 +9,8 @@
 
 #include "kernels/dropout_fast_host.h"
 #include "kernels/gelu.h"
-#include "kernels/gelu_fast_host.h"
-#include "kernels/parallel_fast_host.h"
+#include "cpu/gelu_fast.h"
+#include "cpu/parallel.h"
 
 namespace grpo {
 

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/cpu_features.h"
+#include "cpu/features.h"
 #include "kernels/gelu.h"
-#include "kernels/gelu_fast_host.h"
+#include "cpu/gelu_fast.h"
 
 namespace grpo::hostmath {
 

@@ -2,7 +2,7 @@
 #include <stdexcept>
 
 #include "kernels/grad_norm.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 
 namespace grpo {
 namespace {

@@ -20,7 +20,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "kernels/hd.h"
+#include "core/host_device.h"
 #include "kernels/train_scalars.h"
 
 #if defined(GRPO_HAVE_CUDA)

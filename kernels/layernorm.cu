@@ -7,7 +7,7 @@
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/gelu.h"
-#include "kernels/launch.h"
+#include "core/launch.h"
 #include "kernels/layernorm.h"
 
 namespace grpo {

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gelu_fast_host.h"
-#include "kernels/parallel_fast_host.h"
+#include "cpu/gelu_fast.h"
+#include "cpu/parallel.h"
 #include "kernels/layernorm.h"
-#include "kernels/matmul_avx512_host.h"
+#include "cpu/matmul_avx512.h"
 
 namespace grpo {
 

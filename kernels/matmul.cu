@@ -12,7 +12,7 @@
 
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
-#include "kernels/launch.h"
+#include "core/launch.h"
 #include "kernels/matmul.h"
 
 namespace grpo {

@@ -18,7 +18,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
-#include "kernels/cuda_resources.h"
+#include "core/cuda_resources.h"
 #endif
 
 namespace grpo {

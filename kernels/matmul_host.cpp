@@ -12,8 +12,8 @@
 #include <cblas.h>
 
 #include "kernels/matmul.h"
-#include "kernels/matmul_avx512_host.h"
-#include "kernels/parallel_fast_host.h"
+#include "cpu/matmul_avx512.h"
+#include "cpu/parallel.h"
 
 namespace grpo {
 

@@ -3,7 +3,7 @@
 // the per-warp results. Which thread adds what never depends on timing, so neither does a bit
 // of the result; there are no atomics anywhere.
 #pragma once
-#include "kernels/hd.h"
+#include "core/host_device.h"
 
 namespace grpo {
 

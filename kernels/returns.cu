@@ -2,7 +2,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "kernels/launch.h"
+#include "core/launch.h"
 #include "kernels/reduce.h"
 #include "kernels/returns.h"
 

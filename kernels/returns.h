@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "kernels/hd.h"
+#include "core/host_device.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>

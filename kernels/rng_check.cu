@@ -1,5 +1,5 @@
 // The rng_fill test kernel (kernels/rng_check.h): one thread per (step, index, block) counter.
-#include "kernels/launch.h"
+#include "core/launch.h"
 #include "kernels/rng_check.h"
 
 namespace grpo {

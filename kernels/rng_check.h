@@ -1,4 +1,4 @@
-// A tiny op that only exists to test kernels/rng.h: it writes the draw4 words of a grid of
+// A tiny op that only exists to test core/rng.h: it writes the draw4 words of a grid of
 // counters, so a test can compare the device's bits with the host's (tests/kernels/test_rng*).
 // Layout: out[(((step * n_index) + index) * n_block + block) * 4 + j], j = x, y, z, w,
 // for step < n_step, index < n_index, block < n_block, all drawn with (seed, purpose, epoch).
@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/rng.h"
+#include "core/rng.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>

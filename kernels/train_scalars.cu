@@ -1,6 +1,6 @@
 // The end-of-epoch kernel that advances the device-resident scalars (kernels/train_scalars.h):
 // one thread, so the Adam step, epoch and learning rate have a single writer.
-#include "kernels/launch.h"
+#include "core/launch.h"
 #include "kernels/train_scalars.h"
 
 namespace grpo {

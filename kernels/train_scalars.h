@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/hd.h"
+#include "core/host_device.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>

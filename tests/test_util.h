@@ -13,7 +13,7 @@
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>
 
-#include "kernels/check.h"
+#include "core/cuda_check.h"
 #endif
 
 namespace grpo::test {

@@ -12,10 +12,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint.h"
-#include "engine/checkpoint_io.h"
-#include "engine/checkpoint_resume.h"
-#include "engine/errors.h"
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/io.h"
+#include "engine/checkpoint/resume.h"
+#include "core/errors.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace grpo::test {

@@ -12,7 +12,7 @@
 #include <vector>
 #include <nlohmann/json.hpp>
 
-#include "engine/checkpoint_play.h"
+#include "engine/play/policy_player.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
 

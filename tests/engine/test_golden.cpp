@@ -3,7 +3,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/host_ops.h"
+#include "engine/host/ops.h"
 #include "tests/engine/golden.h"
 
 namespace grpo::test {

@@ -1,7 +1,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/cuda_ops.h"
+#include "engine/cuda/ops.h"
 #include "tests/engine/golden.h"
 
 namespace grpo::test {

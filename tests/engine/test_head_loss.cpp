@@ -1,11 +1,11 @@
-// HostOps' fused loss-pass head (engine/host_head_loss.cpp) against the seven ops it replaces
+// HostOps' fused loss-pass head (engine/host/head_loss.cpp) against the seven ops it replaces
 // (Ops::policy_head_loss's default, run on the same HostOps), with dropout on, on shapes that
 // cover one row, widths that are not multiples of the vector or mask widths, several row chunks
 // and the small preset's width. Outputs start poisoned.
 #include <random>
 #include <vector>
 
-#include "engine/host_ops.h"
+#include "engine/host/ops.h"
 #include "kernels/policy_head.h"
 #include "tests/test_util.h"
 

@@ -1,10 +1,10 @@
-// HostOps' blocked loss pass (engine/host_loss_pass.cpp) against Ops::loss_pass's default (the
+// HostOps' blocked loss pass (engine/host/loss_pass.cpp) against Ops::loss_pass's default (the
 // head, then the trunk's backward over all rows, on the same HostOps), with dropout on: one row,
 // several blocks with a short last one, and the small preset's width. Gradients start poisoned.
 #include <random>
 #include <vector>
 
-#include "engine/host_ops.h"
+#include "engine/host/ops.h"
 #include "engine/policy.h"
 #include "tests/test_util.h"
 

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "engine/checkpoint_play.h"
+#include "engine/play/policy_player.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace grpo::test {

@@ -12,7 +12,7 @@
 #include <functional>
 #include <limits>
 
-#include "engine/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace grpo::test {

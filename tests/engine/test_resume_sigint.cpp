@@ -14,7 +14,7 @@
 #include <iterator>
 #include <thread>
 
-#include "engine/checkpoint.h"
+#include "engine/checkpoint/checkpoint.h"
 
 namespace grpo::test {
 namespace {

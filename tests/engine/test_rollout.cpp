@@ -1,4 +1,4 @@
-// HostOps' rollout (groups of games from the first step to the last, engine/host_rollout.cpp)
+// HostOps' rollout (groups of games from the first step to the last, engine/host/rollout.cpp)
 // against Ops::rollout's step-by-step loop on the same HostOps: the same actions, rewards,
 // observations and game state bit for bit, and the same activations (the products may round
 // differently with 8 rows than with all of them). Dropout on; the arena starts poisoned.
@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/host_ops.h"
+#include "engine/host/ops.h"
 #include "engine/step.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
@@ -52,7 +52,7 @@ RolloutRun rollout(const TrainConfig& c, bool groups) {
 TEST(Rollout, GroupsOfGamesMatchTheStepByStepLoop) {
   TrainConfig c = tiny_config();
   c.hidden_size = 40;
-  c.batch_size = 47;  // 141 games: two groups of 70 and 71 (engine/host_rollout.cpp)
+  c.batch_size = 47;  // 141 games: two groups of 70 and 71 (engine/host/rollout.cpp)
   c.max_steps = 12;
   SCOPED_TRACE(::testing::Message() << c.games() << " games");
   ASSERT_GE(c.games(), 128);

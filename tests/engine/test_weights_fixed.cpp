@@ -2,7 +2,7 @@
 // after adamw (the only op that writes parameters in a step) a changed W is read afresh.
 #include <vector>
 
-#include "engine/host_ops.h"
+#include "engine/host/ops.h"
 #include "kernels/matmul.h"
 #include "tests/test_util.h"
 

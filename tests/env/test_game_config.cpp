@@ -3,9 +3,9 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "env/game_config.h"
-#include "env/game_flags.h"
+#include "cli/game_flags.h"
 
 namespace grpo {
 namespace {

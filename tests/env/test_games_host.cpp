@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "env/games.h"
-#include "kernels/rng.h"
+#include "core/rng.h"
 #include "tests/env/rules_fixture.h"
 #include "tests/test_util.h"
 

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "engine/errors.h"
+#include "core/errors.h"
 #include "env/replay.h"
 #include "tests/env/replay_fixture.h"
 

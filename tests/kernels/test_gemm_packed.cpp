@@ -1,4 +1,4 @@
-// The packed-weight product (kernels/gemm_packed_host.h) against a double-precision naive
+// The packed-weight product (cpu/gemm_packed.h) against a double-precision naive
 // product: row counts that leave a partial block of 8, column counts that leave a partial
 // panel (under 16 and between 16 and 32 columns), the rollout's 136 x 512 x 512, with and
 // without bias. Without AVX-512 (a CPU without it, or GRPO_HOST_ISA=avx2) nothing is packed and
@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu_features.h"
-#include "kernels/gemm_packed_host.h"
+#include "cpu/features.h"
+#include "cpu/gemm_packed.h"
 #include "tests/test_util.h"
 
 namespace grpo {

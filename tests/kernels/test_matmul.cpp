@@ -19,7 +19,7 @@ struct Shape {
 };
 // {9001, 40, 37}: dW = dY^T X sums over 9001 >= 8192 rows into one small tile, the path that
 // splits the sum into fixed slices (kernels/matmul_host.cpp). N < 16 or K < 16 take the AVX-512
-// paths where the CPU has them (kernels/matmul_avx512_host.cpp): {136, 512, 10} is fc_in at the
+// paths where the CPU has them (cpu/matmul_avx512.cpp): {136, 512, 10} is fc_in at the
 // small preset, {3, 3, 512} the policy head, {1100, 37, 10} has a 16-column tail and three
 // 512-row slices of dW's sum.
 const Shape kShapes[] = {{37, 23, 19},  {5, 3, 70},   {64, 128, 33}, {1, 1, 1},      {130, 7, 9},

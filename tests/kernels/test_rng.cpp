@@ -1,4 +1,4 @@
-// kernels/rng.h: known answers, the written-out Philox against cuRAND, stream independence, and
+// core/rng.h: known answers, the written-out Philox against cuRAND, stream independence, and
 // the exact bits-to-number conversions.
 #include <cmath>
 #include <cstdint>
@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "kernels/rng.h"
+#include "core/rng.h"
 #include "tests/test_util.h"
 
 namespace grpo {

@@ -1,5 +1,5 @@
 // Kernels for the emulator's self-tests: correct ones, and planted bugs the emulator must catch.
-#include "kernels/launch.h"
+#include "core/launch.h"
 #include "tests/simt/self_test_kernels.h"
 
 namespace simt_test {

@@ -1,0 +1,197 @@
+// `grpo train`: parse and validate every flag before any work, pick the executor, run the loop,
+// and report: a live progress line on a terminal, plain lines otherwise, JSON lines in the
+// metrics file, a summary at the end.
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/resume.h"
+#include "cli/commands.h"
+#include "core/errors.h"
+#include "engine/executor.h"
+#include "engine/profiler.h"
+#include "engine/signals.h"
+#include "cli/train_flags.h"
+#include "engine/trainer.h"
+
+namespace grpo {
+
+namespace {
+
+std::string default_out_dir() {
+  const std::time_t now = std::time(nullptr);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "runs/%Y%m%d-%H%M%S", std::localtime(&now));
+  return buf;
+}
+
+std::string duration(double s) {
+  char buf[32];
+  if (!std::isfinite(s) || s < 0) return "?";
+  const long t = long(s + 0.5);
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  return buf;
+}
+
+struct TrainCommandState {
+  TrainFlags flags;
+  bool overwrite = false;
+  std::string resume;
+};
+
+// Where checkpoints go and which one is the last good one (reported when a run fails).
+struct Saver {
+  const TrainConfig& c;
+  Executor& ex;
+  std::string last_good;
+
+  std::string save(const std::string& name, float best_score, uint32_t best_epoch) {
+    const std::string path = (std::filesystem::path(c.out_dir) / name).string();
+    save_checkpoint(path, c, ex.get_state(), best_score, best_epoch);
+    last_good = path;
+    return path;
+  }
+};
+
+int run_train(CLI::App& app, const TrainCommandState& st) {
+  namespace fs = std::filesystem;
+  const bool out_given = app.count("--out") > 0;
+  auto given = [&](const char* name) { return app.count(name) > 0; };
+  TrainFlags f = st.flags;
+  if (!out_given) f.cfg.out_dir = default_out_dir();
+  TrainConfig c = resolve_train_flags(app, f);
+
+  // --resume: the checkpoint is read and checked in full before anything is created or written.
+  const bool resuming = !st.resume.empty();
+  Checkpoint ck;
+  if (resuming) {
+    ck = load_checkpoint(st.resume);
+    if (!ck.has_optimizer)
+      throw UsageError("--resume " + st.resume + ": the file holds parameters only (no AdamW moments): it cannot be resumed");
+    const fs::path dir = fs::path(st.resume).parent_path();
+    c = resume_config(st.resume, ck, c, given, dir.empty() ? "." : dir.string());
+  }
+  const uint32_t start_epoch = resuming ? ck.state.scalars.epoch : 0;
+
+  const fs::path out(c.out_dir);
+  std::error_code ec;
+  // A resume continues the run of its own directory; anywhere else an existing run is protected.
+  const bool same_run = resuming && fs::equivalent(out, fs::path(st.resume).parent_path().empty() ? fs::path(".")
+                                                                                                   : fs::path(st.resume).parent_path(), ec);
+  if (fs::exists(out / "metrics.jsonl") && !st.overwrite && !same_run)
+    throw UsageError("--out " + c.out_dir + " already holds a run (metrics.jsonl): choose another --out or pass --overwrite");
+  if (resuming && start_epoch >= uint32_t(c.total_epochs))
+    throw UsageError("--resume " + st.resume + ": the checkpoint has already run " + std::to_string(start_epoch) +
+                     " epochs: pass a larger --total-epochs (now " + std::to_string(c.total_epochs) + ")");
+  // The executor is built (and a configuration too large for the device refused) before
+  // anything is created or written.
+  std::unique_ptr<Executor> ex = make_executor(c);
+  fs::create_directories(out, ec);
+  if (ec) throw UsageError("--out " + c.out_dir + ": cannot create the directory: " + ec.message());
+  // A resumed run's metrics continue the file; epochs the checkpoint does not hold are redone.
+  if (resuming) trim_metrics(c.metrics_path, start_epoch);
+  std::ofstream metrics(c.metrics_path, resuming ? std::ios::app : std::ios::trunc);
+  if (!metrics) throw UsageError("--metrics " + c.metrics_path + ": cannot open for writing");
+
+  ex->set_state(resuming ? ck.state : initial_state(c));
+  const bool tty = isatty(fileno(stderr));
+  std::fprintf(stderr, "grpo train: %s | hidden %d, %d games (%d groups x %d), %d steps, %d epochs, lr %g, seed %llu\n",
+               ex->describe().c_str(), c.hidden_size, c.games(), c.game.groups(), c.batch_size, c.max_steps,
+               c.total_epochs, double(c.lr), static_cast<unsigned long long>(c.seed));
+  if (resuming) std::fprintf(stderr, "grpo train: resuming %s at epoch %u\n", st.resume.c_str(), start_epoch);
+  std::fprintf(stderr, "grpo train: writing %s and checkpoints in %s\n", c.metrics_path.c_str(), c.out_dir.c_str());
+
+  Saver saver{c, *ex, resuming ? st.resume : ""};
+  const uint32_t log_every = std::max(1, c.total_epochs / 100);
+  TrainHooks hooks;
+  hooks.on_epoch = [&](const EpochReport& r) {
+    metrics << metrics_json(r, c) << '\n';
+    metrics.flush();
+    if (!metrics) throw std::runtime_error("writing " + c.metrics_path + " failed (disk full?)");
+    const double eta = (c.total_epochs - 1 - double(r.m.epoch)) / std::max(r.epochs_per_s, 1e-9);
+    char line[256];
+    std::snprintf(line, sizeof line, "epoch %u/%d  score %7.3f  best %7.3f  reward %7.3f  loss %9.5f  %.2f epochs/s  ETA %s",
+                  r.m.epoch + 1, c.total_epochs, double(r.m.score), double(r.best_score), double(r.m.reward),
+                  double(r.m.loss), r.epochs_per_s, duration(eta).c_str());
+    if (tty)
+      std::fprintf(stderr, "\r\033[K%s", line);
+    else if (r.m.epoch % log_every == 0 || r.m.epoch + 1 == uint32_t(c.total_epochs))
+      std::fprintf(stderr, "%s\n", line);
+  };
+  // best.safetensors: the trainer learns epoch e's score while epoch e+1 runs (metrics lag one
+  // epoch), so the state saved here is the one after epoch e+1's update, one update later than
+  // the reference's "save after the best epoch's step" (and two after the parameters that played
+  // the scoring rollout). Keeping an exact copy would need a device-side snapshot of the
+  // parameter slab every epoch (a copy node in the graph, 1/4 of the slabs' memory again); one
+  // update of AdamW at the learning rate is a small step, so we take the honest shortcut and
+  // record it: the metadata's "epoch" is the state's (epochs completed), "best_epoch" the epoch
+  // that scored. A resume from best.safetensors continues the parameters, moments and random
+  // streams exactly, but does not report epoch best_epoch+1's metrics again.
+  hooks.on_best = [&](const EpochReport& r) { saver.save("best.safetensors", r.best_score, r.best_epoch); };
+  ProfileRange profile(c.profile_first, c.profile_last, ex->on_device());
+  if (c.profile_first >= 0 && !ex->on_device())
+    std::fprintf(stderr, "grpo train: --profile-epochs has no effect on the host executor\n");
+  hooks.before_launch = [&](uint32_t epoch) { profile.before_launch(epoch); };
+  hooks.checkpoint_due = [&](uint32_t next_epoch) {
+    return c.checkpoint_every > 0 && next_epoch % uint32_t(c.checkpoint_every) == 0;
+  };
+  hooks.on_checkpoint = [&](const TrainResult& r) {
+    saver.save(checkpoint_file_name(start_epoch + (r.epochs_run)), r.best_score, r.best_epoch);
+  };
+  hooks.stop_requested = [] { return stop_signal() != 0; };
+  install_stop_handlers();
+  const TrainResult res = train_loop(c, *ex, start_epoch,
+                                     resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
+                                     resuming ? ck.best_epoch : 0, hooks);
+  profile.finish();
+  if (tty) std::fprintf(stderr, "\n");
+
+  std::printf("trained epochs %u..%u (%u) in %s: best score %.3f at epoch %u%s\n", res.first_epoch, res.last_epoch,
+              res.epochs_run, duration(res.seconds).c_str(), double(res.best_score), res.best_epoch,
+              res.early_stopped ? " (early stop: no better score for --patience epochs)" : "");
+  if (res.nonfinite) {
+    remove_stop_handlers();
+    std::fprintf(stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n",
+                 res.last_epoch,
+                 saver.last_good.empty() ? "no checkpoint was written" : ("last good checkpoint: " + saver.last_good).c_str());
+    return 1;
+  }
+  // Every epoch run is consumed here: the checkpoint's best score and epoch are exact.
+  const std::string path =
+      saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors", res.best_score,
+                 res.best_epoch);
+  remove_stop_handlers();
+  std::printf("checkpoint %s\n", path.c_str());
+  if (res.interrupted) {
+    std::fprintf(stderr, "grpo train: stopped by %s after epoch %u; continue with --resume %s\n",
+                 stop_signal() == SIGTERM ? "SIGTERM" : "an interrupt", res.last_epoch, path.c_str());
+    return stopped_exit_code(stop_signal());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& app) {
+  auto st = std::make_shared<TrainCommandState>();
+  CLI::App* sub = app.add_subcommand("train", "train a policy (docs/spec/training.md, --algo reference)");
+  add_train_flags(*sub, st->flags);
+  sub->add_flag("--overwrite", st->overwrite, "reuse an --out directory that already holds a run");
+  sub->add_option("--resume", st->resume,
+                  "continue the run saved in this checkpoint (its network, game and algorithm; its directory "
+                  "unless --out is given), bit for bit as if never stopped");
+  return {sub, [sub, st] { return run_train(*sub, *st); }};
+}
+
+}  // namespace grpo

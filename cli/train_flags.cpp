@@ -1,0 +1,92 @@
+#include "cli/train_flags.h"
+
+#include <cstdio>
+
+#include "core/errors.h"
+#include "cli/game_flags.h"
+
+namespace grpo {
+
+void add_train_flags(CLI::App& app, TrainFlags& f) {
+  TrainConfig& c = f.cfg;
+  // A flag given twice takes its last value, so wrappers (tools/train) can set defaults that the
+  // user's own flags override.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.add_option("--preset", f.preset,
+                 "reference: the reference's command line (hidden 2048, batch 32, 2000 epochs, 100 steps, lr 1e-4); "
+                 "small: its library defaults, sized for a CPU (hidden 512, batch 8, 200 epochs, 200 steps, lr 5e-4). "
+                 "Flags given explicitly override the preset")
+      ->check(CLI::IsMember({"reference", "small"}))
+      ->capture_default_str();
+  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")->check(plain_integer(false))->check(CLI::Range(8, 8192))->capture_default_str();
+  app.add_option("--batch-size", c.batch_size, "replicas R of each start group (games = (W - 3) x R)")
+      ->check(plain_integer(false))
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  app.add_option("--total-epochs", c.total_epochs, "epochs (training steps)")
+      ->check(plain_integer(false))
+      ->check(CLI::Range(1, (1 << 24) - 1))
+      ->capture_default_str();
+  app.add_option("--max-steps", c.max_steps, "game steps T per epoch")->check(plain_integer(false))->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--lr-rate", c.lr, "initial learning rate (StepLR: x0.95 every 1000 epochs)")
+      ->check(CLI::Range(1e-12, 1.0))
+      ->capture_default_str();
+  app.add_option("--patience", c.patience, "stop after this many epochs without a better score (0: never)")
+      ->check(plain_integer(false))
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--save-checkpoint-per-num-epoch", c.checkpoint_every,
+                 "checkpoint cadence in epochs (-1: only at the end)")
+      ->check(plain_integer(true))
+      ->check(CLI::Range(-1, 1 << 24) & !CLI::IsMember({0}))
+      ->capture_default_str();
+  app.add_option("--dropout", c.dropout, "dropout probability, active in rollout and loss pass (0: off)")
+      ->check(CLI::Range(0.0, 0.999))
+      ->capture_default_str();
+  app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")
+      ->check(plain_integer(false))
+      ->capture_default_str();
+  app.add_option("--backend", f.backend, "auto (cuda when a GPU answers, else host), cuda or host")
+      ->check(CLI::IsMember({"auto", "cuda", "host"}))
+      ->capture_default_str();
+  app.add_flag("--no-graph", f.no_graph, "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
+  app.add_flag("--tf32", c.tf32, "cuda: TF32 tensor-core matrix products (relative error ~1e-3)");
+  app.add_option("--out", c.out_dir, "directory for checkpoints and metrics")->capture_default_str();
+  app.add_option("--metrics", c.metrics_path, "metrics file, JSON lines, one per epoch (default: OUT/metrics.jsonl)");
+  app.add_option_function<std::string>(
+      "--profile-epochs",
+      [&c](const std::string& v) {
+        int a = -1, b = -1;
+        char end = 0;
+        if (std::sscanf(v.c_str(), "%d:%d%c", &a, &b, &end) != 2 || a < 0 || b < a)
+          throw CLI::ValidationError("--profile-epochs", "expected A:B with 0 <= A <= B, got '" + v + "'");
+        c.profile_first = a;
+        c.profile_last = b;
+      },
+      "cuda: cudaProfilerStart/Stop around epochs A..B (0-based, inclusive; for nsys, tools/profile_nsys)");
+  add_game_flags(app, c.game);
+}
+
+TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
+  TrainConfig c = f.cfg;
+  if (f.preset == "small") {
+    // Start from the preset, then put back every flag the user gave.
+    TrainConfig p = c;
+    p.apply_small_preset();
+    auto given = [&](const char* name) { return app.count(name) > 0; };
+    if (!given("--hidden-size")) c.hidden_size = p.hidden_size;
+    if (!given("--batch-size")) c.batch_size = p.batch_size;
+    if (!given("--total-epochs")) c.total_epochs = p.total_epochs;
+    if (!given("--max-steps")) c.max_steps = p.max_steps;
+    if (!given("--lr-rate")) c.lr = p.lr;
+    if (!given("--patience")) c.patience = p.patience;
+    if (!given("--save-checkpoint-per-num-epoch")) c.checkpoint_every = p.checkpoint_every;
+  }
+  c.use_graph = !f.no_graph;
+  c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
+  if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";
+  c.validate();
+  return c;
+}
+
+}  // namespace grpo

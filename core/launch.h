@@ -1,0 +1,39 @@
+// The one place a kernel is launched. Under nvcc this is <<<>>> plus an error check; under g++
+// in the SIMT flavour the same call hands the kernel and a by-value copy of its arguments to
+// the emulator (simt/), which runs it on the CPU or records it into a captured graph.
+// Include this only from .cu files (they are compiled by nvcc, or by g++ with simt.h).
+#pragma once
+#include <cstddef>
+#include <utility>
+
+#include "core/cuda_check.h"
+
+namespace grpo {
+
+template <class... P, class... A>
+inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   A&&... args) {
+#if defined(__CUDACC__)
+  kernel<<<grid, block, smem, stream>>>(std::forward<A>(args)...);
+  CUDA_CHECK(cudaGetLastError());
+#elif defined(GRPO_SIMT)
+  CUDA_CHECK(::simt::launch(kernel, grid, block, smem, stream, std::forward<A>(args)...));
+#else
+#error "core/launch.h is for .cu files: compile them with nvcc, or with g++ and simt/simt.h"
+#endif
+}
+
+inline unsigned ceil_div(size_t n, unsigned d) { return static_cast<unsigned>((n + d - 1) / d); }
+
+}  // namespace grpo
+
+// Dynamic shared memory, declared one way for both compilers. nvcc: the block's extern arena
+// (one untyped array so that kernels with different element types do not clash). SIMT: the
+// emulator's per-block arena, poisoned at block start so a read before a write shows.
+#if defined(__CUDACC__)
+#define GRPO_DYNAMIC_SHARED(T, name)                                   \
+  extern __shared__ __align__(16) unsigned char grpo_dynamic_smem_[]; \
+  T* name = reinterpret_cast<T*>(grpo_dynamic_smem_)
+#else
+#define GRPO_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::simt::dynamic_shared())
+#endif

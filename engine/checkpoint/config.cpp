@@ -1,0 +1,110 @@
+#include "engine/checkpoint/config.h"
+
+#include <cstdint>
+#include <limits>
+
+#include "core/errors.h"
+
+namespace grpo {
+
+nlohmann::ordered_json config_to_json(const TrainConfig& c) {
+  const GameConfig& g = c.game;
+  return {{"game",
+           {{"screen_width", g.screen_width},
+            {"screen_height", g.screen_height},
+            {"sprite_width", g.sprite_width},
+            {"max_fruits", g.max_fruits},
+            {"min_fruits", g.min_fruits},
+            {"min_interval_steps", g.min_interval_steps},
+            {"win_score", g.win_score},
+            {"fail_score", g.fail_score}}},
+          {"hidden_size", c.hidden_size},
+          {"batch_size", c.batch_size},
+          {"total_epochs", c.total_epochs},
+          {"max_steps", c.max_steps},
+          {"lr", c.lr},
+          {"dropout", c.dropout},
+          {"gamma", c.gamma},
+          {"entropy_coef", c.entropy_coef},
+          {"max_grad_norm", c.max_grad_norm},
+          {"weight_decay", c.weight_decay},
+          {"patience", c.patience},
+          {"checkpoint_every", c.checkpoint_every},
+          {"seed", c.seed},
+          {"backend", backend_name(c.backend)},
+          {"use_graph", c.use_graph},
+          {"tf32", c.tf32},
+          {"out_dir", c.out_dir},
+          {"metrics_path", c.metrics_path}};
+}
+
+namespace {
+
+template <class T>
+void read(const nlohmann::json& j, const char* key, T& out) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw UsageError(std::string("config field \"") + key + "\" is missing");
+  try {
+    // Floats go through double: nlohmann wrote them with enough digits to come back exactly.
+    if constexpr (std::is_same_v<T, float>) {
+      out = static_cast<float>(it->template get<double>());
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // nlohmann converts a fraction or an out-of-range number with a plain cast (undefined
+      // behaviour): only an integer that T holds is taken.
+      using L = std::numeric_limits<T>;
+      bool fits = false;
+      if (it->is_number_unsigned())
+        fits = it->template get<uint64_t>() <= uint64_t(L::max());
+      else if (it->is_number_integer() && std::is_signed_v<T>)
+        fits = it->template get<int64_t>() >= int64_t(L::min()) && it->template get<int64_t>() <= int64_t(L::max());
+      if (!fits)
+        throw UsageError(std::string("config field \"") + key + "\" must be an integer in [" +
+                         std::to_string(L::min()) + ", " + std::to_string(L::max()) + "] (got " + it->dump() + ")");
+      out = it->template get<T>();
+    } else {
+      out = it->template get<T>();
+    }
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError(std::string("config field \"") + key + "\" has the wrong type");
+  }
+}
+
+}  // namespace
+
+TrainConfig config_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw UsageError("config is not a JSON object");
+  TrainConfig c;
+  const auto g = j.find("game");
+  if (g == j.end() || !g->is_object()) throw UsageError("config field \"game\" is missing");
+  read(*g, "screen_width", c.game.screen_width);
+  read(*g, "screen_height", c.game.screen_height);
+  read(*g, "sprite_width", c.game.sprite_width);
+  read(*g, "max_fruits", c.game.max_fruits);
+  read(*g, "min_fruits", c.game.min_fruits);
+  read(*g, "min_interval_steps", c.game.min_interval_steps);
+  read(*g, "win_score", c.game.win_score);
+  read(*g, "fail_score", c.game.fail_score);
+  read(j, "hidden_size", c.hidden_size);
+  read(j, "batch_size", c.batch_size);
+  read(j, "total_epochs", c.total_epochs);
+  read(j, "max_steps", c.max_steps);
+  read(j, "lr", c.lr);
+  read(j, "dropout", c.dropout);
+  read(j, "gamma", c.gamma);
+  read(j, "entropy_coef", c.entropy_coef);
+  read(j, "max_grad_norm", c.max_grad_norm);
+  read(j, "weight_decay", c.weight_decay);
+  read(j, "patience", c.patience);
+  read(j, "checkpoint_every", c.checkpoint_every);
+  read(j, "seed", c.seed);
+  std::string backend;
+  read(j, "backend", backend);
+  c.backend = backend == "cuda" ? Backend::Cuda : backend == "host" ? Backend::Host : Backend::Auto;
+  read(j, "use_graph", c.use_graph);
+  read(j, "tf32", c.tf32);
+  read(j, "out_dir", c.out_dir);
+  read(j, "metrics_path", c.metrics_path);
+  return c;
+}
+
+}  // namespace grpo

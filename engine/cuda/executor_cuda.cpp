@@ -1,0 +1,185 @@
+// The CUDA executor. Epoch 0 of a process (a warm-up: every cuBLAS shape is met once) runs
+// eagerly; then the whole step plus the copy of the metrics ring into pinned memory is captured
+// into one graph, and every later epoch is one cudaGraphLaunch (docs/notes/cuda-graphs.md). Nothing is
+// captured before a warm-up epoch has run. With --no-graph every epoch runs eagerly, with an
+// NVTX range per phase for Nsight Systems.
+//
+// All device work, state transfers included, goes to the executor's own stream. It is
+// non-blocking, so it is not ordered after the legacy default stream: a synchronous cudaMemcpy
+// from pageable memory may return before its data lands, and a cudaMemset is asynchronous.
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "engine/cuda/ops.h"
+#include "core/errors.h"
+#include "engine/executor.h"
+#include "engine/metrics_ring.h"
+#include "engine/step.h"
+#include "core/cuda_check.h"
+#include "core/cuda_resources.h"
+
+namespace grpo {
+
+namespace {
+
+class CudaExecutor final : public Executor {
+ public:
+  explicit CudaExecutor(const TrainConfig& c)
+      : cfg_(c), layout_(c.hidden_size, c.obs_dim()), arena_bytes_(ArenaLayout(c).total) {
+    // Refuse a configuration that cannot fit before allocating anything.
+    const size_t slab_bytes = 4 * layout_.total * sizeof(float);
+    const size_t need = slab_bytes + arena_bytes_ + (size_t(64) << 20);  // + cuBLAS workspace, slack
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    require_memory(need, free_bytes, "device");
+    stream_ = cuda::make_stream(cudaStreamNonBlocking);
+    slabs_ = cuda::device_array<float>(slab_bytes / sizeof(float));
+    arena_ = cuda::device_array<std::byte>(arena_bytes_);
+    pinned_ring_ = cuda::pinned_array<TrainScalars>(kMetricsRing);
+    CUDA_CHECK(cudaMemsetAsync(slabs_.get(), 0, slab_bytes, stream()));
+    CUDA_CHECK(cudaMemsetAsync(arena_.get(), 0, arena_bytes_, stream()));
+    std::memset(pinned_ring_.get(), 0, kMetricsRing * sizeof(TrainScalars));
+    for (auto& e : events_) e = cuda::make_event(cudaEventDisableTiming);
+    blas_ = std::make_unique<Blas>(BlasOptions{c.tf32});
+    ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
+    ops_->set_ranges(!c.use_graph);
+    buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
+  }
+
+  std::string describe() const override {
+    cudaDeviceProp p{};
+    int dev = 0;
+    std::string name = "?";
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) name = p.name;
+    return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch)" : " (eager, --no-graph)");
+  }
+
+  bool on_device() const override { return true; }
+
+  // On the executor's stream, so the next epoch's kernels are ordered after the copies; the
+  // synchronisation keeps `s` (pageable) alive until they have landed.
+  void set_state(const RunState& s) override {
+    if (s.slabs.size() != 4 * layout_.total)
+      throw std::invalid_argument("set_state: " + std::to_string(s.slabs.size()) + " slab floats for a layout of " +
+                                  std::to_string(4 * layout_.total));
+    CUDA_CHECK(cudaMemcpyAsync(slabs_.get(), s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice,
+                               stream()));
+    CUDA_CHECK(cudaMemcpyAsync(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice, stream()));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    next_epoch_ = s.scalars.epoch;
+  }
+
+  RunState get_state() override {
+    RunState s;
+    s.slabs.resize(4 * layout_.total);
+    CUDA_CHECK(cudaMemcpyAsync(s.slabs.data(), slabs_.get(), s.slabs.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                               stream()));
+    CUDA_CHECK(cudaMemcpyAsync(&s.scalars, buffers_.scalars, sizeof s.scalars, cudaMemcpyDeviceToHost, stream()));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    return s;
+  }
+
+  void launch_epoch() override {
+    const uint32_t slot = launched_ % kMetricsRing;
+    if (!cfg_.use_graph || !warmed_up_) {
+      enqueue_epoch();
+      warmed_up_ = true;
+    } else {
+      if (!exec_) capture();
+      nvtxRangePushA("epoch graph");
+      CUDA_CHECK(cudaGraphLaunch(exec_.get(), stream()));
+      nvtxRangePop();
+    }
+    CUDA_CHECK(cudaEventRecord(events_[slot].get(), stream()));
+    event_epoch_[slot] = next_epoch_++;
+    ++launched_;
+  }
+
+  TrainScalars wait_metrics(uint32_t epoch) override {
+    // One event per launch, cycling with the ring; the trainer has at most two epochs in flight.
+    int ev = -1;
+    for (int i = 0; i < kMetricsRing; ++i)
+      if (events_[i] && event_epoch_[i] == epoch && uint64_t(i) < launched_) ev = i;
+    if (ev < 0) throw CudaError("wait_metrics: epoch " + std::to_string(epoch) + " was not launched recently");
+    CUDA_CHECK(cudaEventSynchronize(events_[ev].get()));
+    const uint32_t slot = epoch % kMetricsRing;
+    TrainScalars m;
+    std::memcpy(&m, &pinned_ring_[slot], sizeof m);
+    if (m.epoch != epoch)
+      throw CudaError("metrics ring out of step: wanted epoch " + std::to_string(epoch) + ", slot holds " +
+                      std::to_string(m.epoch));
+    return m;
+  }
+
+  // Without a warm-up yet, runs one epoch eagerly first and then restores the state, so the
+  // run is where it was and the next launch_epoch replays the graph.
+  size_t capture_graph() override {
+    if (!cfg_.use_graph) return 0;
+    if (!warmed_up_) {
+      const RunState s = get_state();
+      enqueue_epoch();
+      warmed_up_ = true;
+      set_state(s);
+    }
+    if (!exec_) capture();
+    size_t n = 0;
+    CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nullptr, &n));
+    return n;
+  }
+
+ private:
+  void capture() {
+    // cuBLAS sets each GEMM shape up on its first call, which a capture cannot record.
+    if (!warmed_up_) throw CudaError("capture before a warm-up epoch has met every cuBLAS shape eagerly");
+    CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeGlobal));
+    cudaGraph_t g = nullptr;
+    try {
+      enqueue_epoch();
+    } catch (...) {  // end the capture, or the stream stays unusable
+      if (cudaStreamEndCapture(stream(), &g) == cudaSuccess) graph_.reset(g);
+      throw;
+    }
+    CUDA_CHECK(cudaStreamEndCapture(stream(), &g));
+    graph_.reset(g);
+    cudaGraphExec_t e = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+    exec_.reset(e);
+  }
+
+  void enqueue_epoch() {
+    training_step(*ops_, buffers_, cfg_);
+    // The last node: the metrics ring to pinned memory, read by the host an epoch later.
+    CUDA_CHECK(cudaMemcpyAsync(pinned_ring_.get(), buffers_.ring, kMetricsRing * sizeof(TrainScalars),
+                               cudaMemcpyDeviceToHost, stream()));
+  }
+
+  TrainConfig cfg_;
+  ParamLayout layout_;
+  size_t arena_bytes_;
+  cudaStream_t stream() const { return stream_.get(); }
+
+  // Released in reverse order: the graph before the stream and memory it uses.
+  cuda::Stream stream_;
+  cuda::DeviceArray<float> slabs_;
+  cuda::DeviceArray<std::byte> arena_;
+  cuda::PinnedArray<TrainScalars> pinned_ring_;
+  cuda::Event events_[kMetricsRing];
+  std::unique_ptr<Blas> blas_;
+  std::unique_ptr<CudaOps> ops_;
+  cuda::Graph graph_;
+  cuda::GraphExec exec_;
+  StepBuffers buffers_{};
+  uint32_t event_epoch_[kMetricsRing] = {};  // the epoch each event's launch ran
+  uint64_t launched_ = 0;
+  bool warmed_up_ = false;  // an epoch has run eagerly (capturing is allowed from then on)
+  uint32_t next_epoch_ = 0;  // host mirror of the device epoch counter, for naming launches
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c) { return std::make_unique<CudaExecutor>(c); }
+
+}  // namespace grpo

@@ -1,0 +1,64 @@
+// Ops on a CUDA stream: every op is its launcher (kernels/, env/). Used eagerly, and under stream
+// capture to record the epoch's graph; nothing here allocates or synchronises.
+#pragma once
+#include "engine/ops.h"
+#include "env/game_config.h"
+#include "kernels/matmul.h"
+
+#if !defined(GRPO_HAVE_CUDA)
+#error "engine/cuda/ops.h needs the CUDA runtime (gpu or simt flavour)"
+#endif
+
+namespace grpo {
+
+class CudaOps final : public Ops {
+ public:
+  CudaOps(const GameConfig& game, int replicas, Blas& blas, cudaStream_t stream)
+      : game_(game), replicas_(replicas), blas_(blas), stream_(stream) {}
+
+  void games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) override;
+  void games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
+                  float* reward, float* obs_next) override;
+  void linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) override;
+  void linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) override;
+  void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
+                              bool accumulate) override;
+  void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
+  void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
+                                  float* rstd, int M, int N) override;
+  void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
+                                   const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
+                                   float* scratch) override;
+  void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
+                                 const DropoutSpec& d) override;
+  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                  int M, int N, const DropoutSpec& d, float* scratch) override;
+  void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                      int32_t* actions) override;
+  void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+                   float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
+  void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) override;
+  void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
+                            float* stats_out) override;
+  void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) override;
+  void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
+             const AdamWConfig& cfg) override;
+  void advance_schedule(TrainScalars* s) override;
+  void mean_f32(const float* x, int n, float* out, float* scratch) override;
+  void mean_i32(const int32_t* x, int n, float* out, float* scratch) override;
+  void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) override;
+  void zero(void* p, size_t bytes) override;
+  void range_push(const char* name) override;
+  void range_pop() override;
+  // Ranges are on in eager mode only: inside a capture they would fire once, not on replay.
+  void set_ranges(bool on) { ranges_ = on; }
+
+ private:
+  GameConfig game_;
+  int replicas_;
+  Blas& blas_;
+  cudaStream_t stream_;
+  bool ranges_ = false;
+};
+
+}  // namespace grpo

@@ -1,0 +1,87 @@
+#include "engine/cuda/ops.h"
+
+#include <nvtx3/nvToolsExt.h>
+
+#include "engine/metrics_ring.h"
+#include "core/cuda_check.h"
+#include "kernels/gelu.h"
+#include "kernels/grad_norm.h"
+#include "kernels/layernorm.h"
+#include "kernels/matmul.h"
+#include "kernels/policy_head.h"
+#include "kernels/reduce.h"
+#include "kernels/returns.h"
+
+namespace grpo {
+
+void CudaOps::games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) {
+  games_reset_cuda(game_, g, replicas_, seed, epoch, obs, stream_);
+}
+void CudaOps::games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch,
+                         uint32_t t, float* reward, float* obs_next) {
+  games_step_cuda(game_, g, actions, seed, epoch, t, reward, obs_next, stream_);
+}
+void CudaOps::linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) {
+  linear_forward_cuda(blas_, X, W, b, Y, M, N, K, stream_);
+}
+void CudaOps::linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) {
+  linear_backward_input_cuda(blas_, dY, W, dX, M, N, K, stream_);
+}
+void CudaOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
+                                     bool accumulate) {
+  linear_backward_weight_cuda(blas_, dY, X, dW, M, N, K, accumulate, stream_);
+}
+void CudaOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
+  bias_grad_cuda(dY, db, M, N, scratch, stream_);
+}
+void CudaOps::layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1,
+                                         float* mean, float* rstd, int M, int N) {
+  layernorm_residual_forward_cuda(h0, gamma, beta, h1, mean, rstd, M, N, stream_);
+}
+void CudaOps::layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
+                                          const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
+                                          float* scratch) {
+  layernorm_residual_backward_cuda(dh1, h0, gamma, mean, rstd, dh0, dgamma, dbeta, M, N, scratch, stream_);
+}
+void CudaOps::bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
+                                        const DropoutSpec& d) {
+  bias_gelu_dropout_forward_cuda(a, bias, out, M, N, d, stream_);
+}
+void CudaOps::bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da,
+                                         float* dbias, int M, int N, const DropoutSpec& d, float* scratch) {
+  bias_gelu_dropout_backward_cuda(dout, a, bias, da, dbias, M, N, d, scratch, stream_);
+}
+void CudaOps::sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                             int32_t* actions) {
+  sample_actions_cuda(logits, M, seed, epoch, step, actions, nullptr, stream_);
+}
+void CudaOps::policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+                          float* dlogits, float* loss_out, float* entropy_out, float* scratch) {
+  policy_loss_cuda(logits, actions, adv, M, entropy_coef, dlogits, loss_out, entropy_out, scratch, stream_);
+}
+void CudaOps::discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) {
+  discounted_returns_cuda(rewards, returns, T, N, gamma, stream_);
+}
+void CudaOps::normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) {
+  normalize_advantages_cuda(returns, adv, count, scratch, stats_out, stream_);
+}
+void CudaOps::grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) {
+  grad_norm_cuda(grads, n, s, max_norm, scratch, stream_);
+}
+void CudaOps::adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
+                    const AdamWConfig& cfg) {
+  adamw_cuda(params, grads, m, v, n, s, cfg, stream_);
+}
+void CudaOps::advance_schedule(TrainScalars* s) { advance_schedule_cuda(s, stream_); }
+void CudaOps::mean_f32(const float* x, int n, float* out, float* scratch) { mean_f32_cuda(x, n, out, scratch, stream_); }
+void CudaOps::mean_i32(const int32_t* x, int n, float* out, float* scratch) { mean_i32_cuda(x, n, out, scratch, stream_); }
+void CudaOps::snapshot_metrics(const TrainScalars* s, TrainScalars* ring) { snapshot_metrics_cuda(s, ring, stream_); }
+void CudaOps::zero(void* p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
+void CudaOps::range_push(const char* name) {
+  if (ranges_) nvtxRangePushA(name);
+}
+void CudaOps::range_pop() {
+  if (ranges_) nvtxRangePop();
+}
+
+}  // namespace grpo

@@ -1,0 +1,103 @@
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <string>
+
+#include "engine/executor.h"
+#include "engine/host/ops.h"
+#include "engine/metrics_ring.h"
+#include "engine/step.h"
+
+namespace grpo {
+
+namespace {
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+void* aligned_zeroed(size_t bytes) {
+  bytes = (bytes + 63) & ~size_t{63};
+  void* p = std::aligned_alloc(64, bytes);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, bytes);
+  return p;
+}
+
+// Bytes the kernel says a new allocation can get without swapping (MemAvailable), else the
+// physical memory; no more than the process's address-space limit (ulimit -v) allows; 0 when
+// none of these is known.
+size_t available_host_bytes() {
+  size_t have = 0;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") {
+      have = kib * 1024;
+      break;
+    }
+    in.ignore(1 << 10, '\n');
+  }
+  if (have == 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) have = size_t(pages) * size_t(page);
+  }
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    have = have == 0 ? size_t(as.rlim_cur) : std::min(have, size_t(as.rlim_cur));
+  return have;
+}
+
+// Refuses, before allocating anything, a configuration whose slabs and arena cannot fit.
+const TrainConfig& fits_in_host_memory(const TrainConfig& c) {
+  const size_t need = 4 * ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float) + ArenaLayout(c).total;
+  const size_t have = available_host_bytes();
+  if (have > 0) require_memory(need, have, "host");
+  return c;
+}
+
+class HostExecutor final : public Executor {
+ public:
+  explicit HostExecutor(const TrainConfig& c)
+      : cfg_(fits_in_host_memory(c)),
+        layout_(c.hidden_size, c.obs_dim()),
+        slabs_(static_cast<float*>(aligned_zeroed(4 * layout_.total * sizeof(float)))),
+        arena_(aligned_zeroed(ArenaLayout(c).total)),
+        ops_(c.game, c.batch_size),
+        buffers_(StepBuffers::over(slabs_.get(), arena_.get(), c)) {}
+
+  std::string describe() const override { return "host (CPU reference executor)"; }
+
+  void set_state(const RunState& s) override {
+    std::memcpy(slabs_.get(), s.slabs.data(), 4 * layout_.total * sizeof(float));
+    *buffers_.scalars = s.scalars;
+  }
+  RunState get_state() override {
+    RunState s;
+    s.slabs.assign(slabs_.get(), slabs_.get() + 4 * layout_.total);
+    s.scalars = *buffers_.scalars;
+    return s;
+  }
+  void launch_epoch() override { training_step(ops_, buffers_, cfg_); }
+  TrainScalars wait_metrics(uint32_t epoch) override { return buffers_.ring[epoch % kMetricsRing]; }
+
+ private:
+  TrainConfig cfg_;
+  ParamLayout layout_;
+  std::unique_ptr<float, FreeDeleter> slabs_;
+  std::unique_ptr<void, FreeDeleter> arena_;
+  HostOps ops_;
+  StepBuffers buffers_;
+};
+
+}  // namespace
+
+std::unique_ptr<Executor> make_host_executor(const TrainConfig& c) { return std::make_unique<HostExecutor>(c); }
+
+}  // namespace grpo

@@ -1,0 +1,85 @@
+// State shared by the emulator's runtime files (not included by user code).
+// Work is a Node: a kernel launch, a copy, a memset, a host-side op (cuBLAS GEMM) or an event
+// record. Nodes submitted to a stream go to one global FIFO (which respects every stream and
+// event order) and run only at synchronisation points; on a capturing stream they become the
+// nodes of the stream's graph instead (a linear chain).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "simt/simt.h"
+
+namespace simt::detail {
+
+enum class NodeKind { Kernel, Memcpy, Memset, HostOp, EventRecord };
+
+struct Node {
+  explicit Node(NodeKind k) : kind(k) {}
+  NodeKind kind;
+  const void* func = nullptr;       // kernel function, or the identity of a host op (GEMM)
+  KernelLaunch kernel{};            // Kernel
+  std::function<void()> op;         // Memcpy, Memset, HostOp: runs the whole operation
+  CUevent_st* event = nullptr;      // EventRecord
+};
+
+[[noreturn]] void fatal(const std::string& what);  // prints the report and the seed, aborts
+
+// Streams: the legacy default stream (0 / cudaStreamLegacy), cudaStreamPerThread, created ones.
+CUstream_st* resolve(cudaStream_t s);               // nullptr for a handle we never made
+bool is_legacy(cudaStream_t s);
+void invalidate_captures();                         // every capture in progress (not relaxed)
+bool any_capture();
+void forget_capture(const CUgraph_st* g);             // events recorded in it are plain again
+cudaError_t submit(Node&& n, cudaStream_t s);      // enqueue, or append to the stream's capture
+bool stream_is_capturing(cudaStream_t s);
+// A call CUDA forbids while any stream captures (global/thread-local modes): returns 900 and
+// invalidates those captures, else cudaSuccess.
+cudaError_t forbid_in_capture();
+void drain();                                       // runs every queued node, in order
+// Queues the legacy-stream work nothing has ordered yet (a pageable synchronous copy's DMA, a
+// synchronous memset) behind what is queued: at a point that orders the legacy stream.
+void settle_legacy();
+void run_kernel(const KernelLaunch& k);             // scheduler.cpp
+// Sets threadIdx, blockIdx, blockDim, gridDim (coords.cpp) for the thread about to run.
+void set_coords(const uint3& thread, const uint3& block, const dim3& block_dim, const dim3& grid_dim);
+cudaError_t set_error(cudaError_t e);               // records e for cudaGetLastError; returns it
+
+enum class MemKind { Device, Pinned, Pageable };
+// Classifies [p, p+n); a range that starts in an allocation but overruns it is reported as
+// Device/Pinned with ok == false.
+MemKind classify(const void* p, size_t n, bool* ok);
+
+}  // namespace simt::detail
+
+struct CUstream_st {
+  unsigned flags = 0;
+  bool capturing = false, invalidated = false;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  CUgraph_st* graph = nullptr;
+  unsigned long long capture_id = 0;
+};
+
+struct CUevent_st {
+  unsigned flags = 0;
+  bool recorded = false, done = false;
+  std::chrono::steady_clock::time_point when{};
+  CUgraph_st* captured_in = nullptr;   // recorded inside this capture (join points only)
+};
+
+struct CUgraphNode_st {
+  simt::detail::Node node;
+};
+
+struct CUgraph_st {
+  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;
+};
+
+struct CUgraphExec_st {
+  std::vector<simt::detail::Node> nodes;   // copies: updating the graph later changes nothing
+};

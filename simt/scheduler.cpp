@@ -1,0 +1,306 @@
+// The SIMT scheduler: runs one kernel launch on the calling OS thread. Blocks run one after
+// another in a seeded shuffled order; the threads of a block are Boost.Context fibers, resumed
+// in a freshly shuffled order every round. A thread runs until it blocks (barrier, warp
+// collective) or exits, so a kernel without barriers or warp ops switches only at start and end.
+#include <boost/context/fiber.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "simt/runtime_internal.h"
+
+namespace ctx = boost::context;
+
+namespace simt {
+namespace detail {
+
+namespace {
+
+// ---- schedule randomness: splitmix64, restarted by set_seed ----
+uint64_t g_seed = 0;
+bool g_seed_set = false;
+uint64_t g_rng = 0;
+
+uint64_t next_random() {
+  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+template <class T>
+void shuffle(std::vector<T>& v) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[next_random() % i]);
+}
+
+// ---- fiber stacks: fixed size, pooled across blocks and launches ----
+constexpr size_t kStackBytes = 128 << 10;
+struct StackPool {
+  std::vector<void*> free;
+  ~StackPool() {
+    for (void* p : free) std::free(p);
+  }
+};
+StackPool g_stacks;
+
+struct PooledStack {
+  ctx::stack_context allocate() {
+    void* base;
+    if (g_stacks.free.empty()) {
+      base = std::malloc(kStackBytes);
+      if (!base) fatal("out of memory for fiber stacks");
+    } else {
+      base = g_stacks.free.back();
+      g_stacks.free.pop_back();
+    }
+    ctx::stack_context sc;
+    sc.size = kStackBytes;
+    sc.sp = static_cast<char*>(base) + kStackBytes;
+    return sc;
+  }
+  void deallocate(ctx::stack_context& sc) { g_stacks.free.push_back(static_cast<char*>(sc.sp) - sc.size); }
+};
+
+enum class State { Ready, Barrier, Warp, Done };
+
+struct Coords {
+  uint3 thread;
+  uint3 block;
+  dim3 block_dim;
+  dim3 grid_dim;
+};
+
+struct Thread {
+  Coords coords{};
+  unsigned linear = 0, lane = 0, warp = 0;
+  State state = State::Ready;
+  const char* file = "";
+  int line = 0;
+  WarpOp op = WarpOp::Sync;   // pending collective
+  unsigned mask = 0;
+  uint64_t value = 0, result = 0;
+  int arg = 0, width = 32;
+  ctx::fiber fiber;   // the thread, while it is suspended
+  ctx::fiber sched;   // the scheduler, while the thread runs
+};
+
+const char* op_name(WarpOp op) {
+  static const char* names[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+                                "__shfl_xor_sync", "__ballot_sync", "__any_sync", "__all_sync"};
+  return names[static_cast<int>(op)];
+}
+
+// The block being run: its threads, shared arena, and barrier bookkeeping.
+struct Block {
+  const KernelLaunch* k = nullptr;
+  std::vector<Thread> threads;
+  std::vector<unsigned char> smem;
+  unsigned live = 0, at_barrier = 0;
+  Thread* current = nullptr;
+};
+Block g_block;
+
+std::string where(const Thread& t) {
+  const uint3& b = t.coords.block;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "block (%u,%u,%u) thread (%u,%u,%u) [warp %u lane %u]", b.x, b.y, b.z,
+                t.coords.thread.x, t.coords.thread.y, t.coords.thread.z, t.warp, t.lane);
+  return buf;
+}
+std::string state_of(const Thread& t) {
+  char buf[64];
+  switch (t.state) {
+    case State::Ready: return "runnable";
+    case State::Done: return "exited";
+    case State::Barrier: return std::string("at __syncthreads() ") + t.file + ":" + std::to_string(t.line);
+    case State::Warp:
+      std::snprintf(buf, sizeof buf, " mask 0x%08x ", t.mask);
+      return std::string("at ") + op_name(t.op) + buf + t.file + ":" + std::to_string(t.line);
+  }
+  return "?";
+}
+[[noreturn]] void block_fatal(const std::string& what, bool list_all) {
+  std::string r = what + "\n";
+  for (const Thread& t : g_block.threads)
+    if (list_all ? t.state != State::Done : (t.state == State::Barrier))
+      r += "    " + where(t) + ": " + state_of(t) + "\n";
+  fatal(r);
+}
+
+// Suspends the running thread until the scheduler resumes it.
+void yield_to_scheduler() {
+  Thread* t = g_block.current;
+  t->sched = std::move(t->sched).resume();
+}
+
+void release_barrier() {
+  const Thread* first = nullptr;
+  for (const Thread& t : g_block.threads) {
+    if (t.state != State::Barrier) continue;
+    if (!first) first = &t;
+    else if (t.line != first->line || std::strcmp(t.file, first->file) != 0)
+      block_fatal("__syncthreads() reached from different places in one block", false);
+  }
+  for (Thread& t : g_block.threads)
+    if (t.state == State::Barrier) t.state = State::Ready;
+  g_block.at_barrier = 0;
+}
+
+// A lane exited: any lane still waiting for it in a collective can never be released.
+void check_exit(const Thread& gone) {
+  const unsigned base = gone.warp * 32;
+  for (unsigned j = base; j < std::min<size_t>(base + 32, g_block.threads.size()); ++j) {
+    const Thread& u = g_block.threads[j];
+    if (u.state == State::Warp && ((u.mask >> gone.lane) & 1u))
+      block_fatal(where(gone) + " exited while " + where(u) + " waits for it " + state_of(u), true);
+  }
+}
+
+void complete_collective(Thread& t) {
+  Thread* lanes = &g_block.threads[t.warp * 32];
+  const unsigned mask = t.mask;
+  const int w = t.width;
+  uint64_t ballot = 0;
+  for (unsigned j = 0; j < 32; ++j)
+    if (((mask >> j) & 1u) && lanes[j].value) ballot |= 1ull << j;
+  for (unsigned j = 0; j < 32; ++j) {
+    if (!((mask >> j) & 1u)) continue;
+    Thread& u = lanes[j];
+    const int lane = static_cast<int>(j), seg = lane & ~(w - 1), in_seg = lane & (w - 1);
+    int src = lane;
+    switch (t.op) {
+      case WarpOp::Shfl: src = seg + (u.arg & (w - 1)); break;
+      case WarpOp::ShflUp: src = in_seg >= u.arg ? lane - u.arg : lane; break;
+      case WarpOp::ShflDown: src = in_seg + u.arg < w ? lane + u.arg : lane; break;
+      case WarpOp::ShflXor: src = (lane ^ u.arg) > (lane | (w - 1)) ? lane : (lane ^ u.arg); break;
+      default: break;
+    }
+    if (t.op == WarpOp::Ballot) u.result = ballot;
+    else if (t.op == WarpOp::Any) u.result = ballot != 0;
+    else if (t.op == WarpOp::All) u.result = ballot == mask;
+    // Reading a lane outside the mask is undefined on the GPU: hand back all-ones (a NaN).
+    else u.result = (mask >> src) & 1u ? lanes[src].value : ~0ull;
+    u.state = State::Ready;
+  }
+}
+
+uint64_t g_launches = 0;
+
+}  // namespace
+
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file,
+                         int line) {
+  Thread& t = *g_block.current;
+  t.op = op, t.mask = mask, t.value = value, t.arg = arg, t.width = width, t.file = file, t.line = line;
+  t.state = State::Warp;
+  if (!((mask >> t.lane) & 1u))
+    block_fatal(where(t) + " called " + state_of(t) + " with a mask that does not include its own lane", true);
+  if (width < 1 || width > 32 || (width & (width - 1)))
+    block_fatal(where(t) + ": width " + std::to_string(width) + " is not a power of two <= 32 " + state_of(t), true);
+  bool complete = true;
+  for (unsigned j = 0; j < 32; ++j) {
+    if (!((mask >> j) & 1u)) continue;
+    const size_t idx = t.warp * 32 + j;
+    if (idx >= g_block.threads.size())
+      block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) +
+                  " is named in the mask but does not exist (block of " +
+                  std::to_string(g_block.threads.size()) + " threads)", true);
+    const Thread& u = g_block.threads[idx];
+    if (u.state == State::Done)
+      block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) + " of the mask has exited", true);
+    if (u.state == State::Warp && (u.op != op || u.mask != mask || u.width != width))
+      block_fatal("warp collective mismatch: " + where(t) + " " + state_of(t) + " but " + where(u) + " " +
+                  state_of(u), true);
+    if (u.state != State::Warp) complete = false;
+  }
+  if (complete) complete_collective(t);
+  yield_to_scheduler();
+  return t.result;
+}
+
+void syncthreads(const char* file, int line) {
+  Thread& t = *g_block.current;
+  t.state = State::Barrier, t.file = file, t.line = line;
+  ++g_block.at_barrier;
+  yield_to_scheduler();
+}
+
+void run_kernel(const KernelLaunch& k) {
+  if (!g_seed_set) {
+    set_seed(seed());
+    // Once per process: ctest shows it with the output of a failing test.
+    std::fprintf(stderr, "simt: schedule seed SIMT_SEED=%llu\n", static_cast<unsigned long long>(g_seed));
+  }
+  const size_t nthreads = size_t(k.block.x) * k.block.y * k.block.z;
+  const size_t nblocks = size_t(k.grid.x) * k.grid.y * k.grid.z;
+  ++g_launches;
+  std::vector<size_t> order(nblocks);
+  for (size_t b = 0; b < nblocks; ++b) order[b] = b;
+  shuffle(order);
+  Block& B = g_block;
+  B.k = &k;
+  B.threads.clear();
+  B.threads.resize(nthreads);
+  B.smem.assign(k.smem, 0xFF);
+  std::vector<unsigned> runnable;
+  runnable.reserve(nthreads);
+  for (size_t b : order) {
+    const uint3 bidx{unsigned(b % k.grid.x), unsigned(b / k.grid.x % k.grid.y),
+                     unsigned(b / (size_t(k.grid.x) * k.grid.y))};
+    std::fill(B.smem.begin(), B.smem.end(), 0xFF);
+    for (unsigned i = 0; i < nthreads; ++i) {
+      Thread& t = B.threads[i];
+      t.coords = Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx,
+                        k.block, k.grid};
+      t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready;
+      t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&t, &k](ctx::fiber&& sched) {
+        t.sched = std::move(sched);
+        k.body();
+        t.state = State::Done;
+        --g_block.live;
+        check_exit(t);
+        return std::move(t.sched);
+      });
+    }
+    B.live = unsigned(nthreads), B.at_barrier = 0;
+    while (B.live > 0) {
+      runnable.clear();
+      for (unsigned i = 0; i < nthreads; ++i)
+        if (B.threads[i].state == State::Ready) runnable.push_back(i);
+      if (runnable.empty()) block_fatal("deadlock: no thread of the block can run", true);
+      shuffle(runnable);
+      for (unsigned i : runnable) {
+        Thread& t = B.threads[i];
+        B.current = &t;
+        set_coords(t.coords.thread, t.coords.block, t.coords.block_dim, t.coords.grid_dim);
+        t.fiber = std::move(t.fiber).resume();
+        if (B.at_barrier > 0 && B.at_barrier == B.live) release_barrier();
+      }
+    }
+  }
+  B.current = nullptr;
+}
+
+}  // namespace detail
+
+uint64_t seed() {
+  using namespace detail;
+  if (!g_seed_set) {
+    const char* env = std::getenv("SIMT_SEED");
+    g_seed = env && *env ? std::strtoull(env, nullptr, 10) : 1;
+  }
+  return g_seed;
+}
+
+void set_seed(uint64_t s) {
+  using namespace detail;
+  g_seed = s;
+  g_seed_set = true;
+  g_rng = s * 0xD1B54A32D192ED03ull;
+}
+
+void* dynamic_shared() { return detail::g_block.smem.empty() ? nullptr : detail::g_block.smem.data(); }
+
+}  // namespace simt

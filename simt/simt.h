@@ -1,0 +1,142 @@
+// SIMT emulator: force-included (g++ -include) into every .cu file of the simt flavour, so the
+// project's kernels compile as plain C++ and run on the CPU with real barrier and warp
+// semantics (README.md in this directory says how, and what it cannot see).
+// Types and runtime signatures come from the toolkit's own headers; this file adds what nvcc
+// would provide: the launch entry point, thread coordinates, barriers, warp collectives and
+// (in intrinsics.h) atomics and math intrinsics. Anything missing is a compile or link error.
+#pragma once
+#include <cuda_runtime.h>
+// cuRAND's device API (the project's Philox draws) must be parsed before threadIdx and blockDim
+// become macros: its MTGP32 part declares parameters with those names.
+#include <curand_kernel.h>
+
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+// The real headers make __shared__ empty under g++ (every thread would get its own copy).
+// Blocks run one after another, so one static copy per kernel is the block's shared memory.
+// `extern __shared__` therefore does not compile: use GRPO_DYNAMIC_SHARED (core/launch.h).
+#undef __shared__
+#define __shared__ static
+#ifndef __launch_bounds__
+#define __launch_bounds__(...)
+#endif
+// Inline PTX cannot run on the CPU: any `asm` in a kernel source stops the build here.
+#define asm simt_error_inline_PTX_asm_is_refused_by_the_SIMT_emulator
+
+constexpr int warpSize = 32;
+
+namespace simt {
+
+// Schedule seed (env SIMT_SEED, default 1). set_seed restarts the schedule's random stream.
+uint64_t seed();
+void set_seed(uint64_t s);
+
+// The calling block's dynamic shared memory arena (poisoned with 0xFF bytes at block start).
+void* dynamic_shared();
+
+namespace detail {
+
+struct KernelLaunch {
+  const void* func;
+  dim3 grid, block;
+  size_t smem;
+  std::function<void()> body;  // one thread's work: calls the kernel on its frozen arguments
+};
+cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream);
+
+enum class WarpOp : int { Sync, Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
+// Blocks the calling lane until every lane of `mask` reached the same op with the same mask;
+// returns the source lane's payload (shuffles) or the ballot of the predicates (votes).
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width,
+                         const char* file, int line);
+void syncthreads(const char* file, int line);
+
+// Warp intrinsics are macros expanding to At{__FILE__, __LINE__}.op(...), so that an abort
+// report names the call site while default arguments (width, mask) still work.
+struct At {
+  const char* file;
+  int line;
+
+  template <class T>
+  T shuffle(WarpOp op, unsigned mask, T var, int arg, int width) const {
+    static_assert(std::is_trivially_copyable<T>::value && sizeof(T) <= 8,
+                  "warp shuffles move at most 8 bytes of a trivially copyable type");
+    uint64_t bits = 0;
+    std::memcpy(&bits, &var, sizeof var);
+    bits = warp_collective(op, mask, bits, arg, width, file, line);
+    T out;
+    std::memcpy(&out, &bits, sizeof out);
+    return out;
+  }
+  template <class T>
+  T shfl(unsigned mask, T var, int src, int width = 32) const {
+    return shuffle(WarpOp::Shfl, mask, var, src, width);
+  }
+  template <class T>
+  T shfl_up(unsigned mask, T var, unsigned delta, int width = 32) const {
+    return shuffle(WarpOp::ShflUp, mask, var, static_cast<int>(delta), width);
+  }
+  template <class T>
+  T shfl_down(unsigned mask, T var, unsigned delta, int width = 32) const {
+    return shuffle(WarpOp::ShflDown, mask, var, static_cast<int>(delta), width);
+  }
+  template <class T>
+  T shfl_xor(unsigned mask, T var, int lane_mask, int width = 32) const {
+    return shuffle(WarpOp::ShflXor, mask, var, lane_mask, width);
+  }
+  unsigned ballot(unsigned mask, int pred) const {
+    return static_cast<unsigned>(warp_collective(WarpOp::Ballot, mask, pred != 0, 0, 32, file, line));
+  }
+  int any(unsigned mask, int pred) const {
+    return static_cast<int>(warp_collective(WarpOp::Any, mask, pred != 0, 0, 32, file, line));
+  }
+  int all(unsigned mask, int pred) const {
+    return static_cast<int>(warp_collective(WarpOp::All, mask, pred != 0, 0, 32, file, line));
+  }
+  void syncwarp(unsigned mask = 0xffffffffu) const {
+    warp_collective(WarpOp::Sync, mask, 0, 0, 32, file, line);
+  }
+};
+
+}  // namespace detail
+
+// Enqueues `kernel` on `stream` (or records it into the stream's capture). The arguments are
+// converted to the kernel's parameter types and copied by value now, as <<<>>> does.
+template <class... P, class... A>
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                   A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "simt::launch: wrong number of kernel arguments");
+  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
+  detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
+                         [kernel, frozen] { std::apply(kernel, *frozen); }};
+  return detail::submit_kernel(std::move(k), stream);
+}
+
+}  // namespace simt
+
+// The running thread's coordinates: plain globals (declared exactly as curand_mtgp32_kernel.h
+// declares them for host builds) that the scheduler rewrites at every fiber switch. Each value
+// is constant for the lifetime of a fiber, so `const` tells the compiler the truth.
+extern const uint3 threadIdx;
+extern const uint3 blockIdx;
+extern const dim3 blockDim;
+extern const dim3 gridDim;
+
+#define __syncthreads() ::simt::detail::syncthreads(__FILE__, __LINE__)
+#define SIMT_AT_ ::simt::detail::At{__FILE__, __LINE__}
+#define __syncwarp(...) SIMT_AT_.syncwarp(__VA_ARGS__)
+#define __shfl_sync(...) SIMT_AT_.shfl(__VA_ARGS__)
+#define __shfl_up_sync(...) SIMT_AT_.shfl_up(__VA_ARGS__)
+#define __shfl_down_sync(...) SIMT_AT_.shfl_down(__VA_ARGS__)
+#define __shfl_xor_sync(...) SIMT_AT_.shfl_xor(__VA_ARGS__)
+#define __ballot_sync(...) SIMT_AT_.ballot(__VA_ARGS__)
+#define __any_sync(...) SIMT_AT_.any(__VA_ARGS__)
+#define __all_sync(...) SIMT_AT_.all(__VA_ARGS__)
+
+#include "simt/intrinsics.h"
