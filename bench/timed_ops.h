@@ -69,23 +69,19 @@ class TimedOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool acc) override {
     GRPO_TIMED("linear_backward_weight", in_.linear_backward_weight(dY, X, dW, M, N, K, acc));
   }
-  void weights_fixed(const float* W, int N, int K) override { GRPO_TIMED("weights_fixed", in_.weights_fixed(W, N, K)); }
+  void weights_unchanged(const float* W, int N, int K) override { GRPO_TIMED("weights_unchanged", in_.weights_unchanged(W, N, K)); }
   void bias_grad(const float* dY, float* db, int M, int N, float* s) override {
     GRPO_TIMED("bias_grad", in_.bias_grad(dY, db, M, N, s));
   }
-  void layernorm_residual_forward(const float* h0, const float* g, const float* b, float* h1, float* m, float* r,
-                                  int M, int N) override {
-    GRPO_TIMED("layernorm_forward", in_.layernorm_residual_forward(h0, g, b, h1, m, r, M, N));
+  void layernorm_residual_forward(const LayerNormForward& a) override {
+    GRPO_TIMED("layernorm_forward", in_.layernorm_residual_forward(a));
   }
-  void layernorm_residual_backward(const float* dh1, const float* h0, const float* g, const float* m, const float* r,
-                                   float* dh0, float* dg, float* db, int M, int N, float* s) override {
-    GRPO_TIMED("layernorm_backward", in_.layernorm_residual_backward(dh1, h0, g, m, r, dh0, dg, db, M, N, s));
+  void layernorm_residual_backward(const LayerNormBackward& a) override {
+    GRPO_TIMED("layernorm_backward", in_.layernorm_residual_backward(a));
   }
-  void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* g, const float* m,
-                                const float* r, float* dh0, float* dg, float* db, float* dw, int M, int N, int D,
-                                float* s) override {
-    if (!whole_) return Ops::layernorm_input_backward(dh1, h0, X, g, m, r, dh0, dg, db, dw, M, N, D, s);
-    GRPO_TIMED("layernorm_input_backward", in_.layernorm_input_backward(dh1, h0, X, g, m, r, dh0, dg, db, dw, M, N, D, s));
+  void layernorm_input_backward(const LayerNormInputBackward& a) override {
+    if (!whole_) return Ops::layernorm_input_backward(a);
+    GRPO_TIMED("layernorm_input_backward", in_.layernorm_input_backward(a));
   }
   void bias_gelu_dropout_forward(const float* a, const float* b, float* out, int M, int N,
                                  const DropoutSpec& d) override {

@@ -62,7 +62,7 @@ ArenaLayout::ArenaLayout(const TrainConfig& c) {
   logits = take(M * kActions * sizeof(float));
   ln_mean = take(M * sizeof(float));
   ln_rstd = take(M * sizeof(float));
-  d_big = take(M * H * sizeof(float));
+  trunk_work = take(M * H * sizeof(float));
   dlogits = take(M * kActions * sizeof(float));
   games = take(games_state_bytes(c.game, int(N)));
   adv_stats = take(2 * sizeof(float));

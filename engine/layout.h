@@ -62,8 +62,8 @@ struct ArenaLayout {
   // Network activations for M rows: rollout step t fills rows t*N.. (h0, h1, a1, LN statistics),
   // the loss pass reuses them and overwrites h2 and the logits with its fresh dropout mask.
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
-  // Backward: d_big holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
-  size_t d_big, dlogits;
+  // Backward: trunk_work holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
+  size_t trunk_work, dlogits;
   size_t games;          // the vectorised game state
   size_t adv_stats;      // mean and std of the returns (2 floats)
   size_t scalars;        // TrainScalars

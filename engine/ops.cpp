@@ -32,14 +32,12 @@ void Ops::policy_head_loss(const HeadLoss& h) {
 
 void Ops::loss_pass(const LossPass& l) {
   policy_head_loss(l.head);
-  policy_trunk_backward(*this, l.p, l.g, l.X, l.head.da1, l.head.M, l.D, l.head.H, l.acts, l.d_big, l.head.scratch);
+  policy_trunk_backward(*this, l.p, l.g, l.X, l.head.da1, l.head.M, l.D, l.head.H, l.acts, l.trunk_work, l.head.scratch);
 }
 
-void Ops::layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
-                                   const float* mean, const float* rstd, float* dh0, float* dgamma, float* dbeta,
-                                   float* dW_in, int M, int N, int D, float* scratch) {
-  layernorm_residual_backward(dh1, h0, gamma, mean, rstd, dh0, dgamma, dbeta, M, N, scratch);
-  linear_backward_weight(dh0, X, dW_in, M, N, D, false);
+void Ops::layernorm_input_backward(const LayerNormInputBackward& a) {
+  layernorm_residual_backward(a.ln);
+  linear_backward_weight(a.ln.dh0, a.X, a.dW_in, a.ln.M, a.ln.N, a.D, false);
 }
 
 }  // namespace grpo

@@ -30,24 +30,36 @@ class Ops {
   virtual void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                                       bool accumulate) = 0;
   virtual void bias_grad(const float* dY, float* db, int M, int N, float* scratch) = 0;
-  // A hint: W [N, K] will not change until the next adamw or weights_fixed call, so an executor
+  // A hint: W [N, K] will not change until the next adamw or weights_unchanged call, so an executor
   // may keep a packed copy for the linear_forward calls that read it (HostOps does:
   // cpu/gemm_packed.h). The default ignores it.
-  virtual void weights_fixed(const float* /*W*/, int /*N*/, int /*K*/) {}
+  virtual void weights_unchanged(const float* /*W*/, int /*N*/, int /*K*/) {}
 
-  // h1 = h0 + LayerNorm(gelu(h0)) and its backward (kernels/layernorm.h).
-  virtual void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1,
-                                          float* mean, float* rstd, int M, int N) = 0;
-  virtual void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma,
-                                           const float* mean, const float* rstd, float* dh0, float* dgamma,
-                                           float* dbeta, int M, int N, float* scratch) = 0;
+  // h1 = h0 + LayerNorm(gelu(h0)) and its backward (kernels/layernorm.h), over M rows of N.
+  struct LayerNormForward {
+    const float *h0, *gamma, *beta;  // [M, N], [N], [N]
+    float *h1, *mean, *rstd;         // [M, N], [M], [M]: written
+    int M, N;
+  };
+  struct LayerNormBackward {
+    const float *dh1, *h0, *gamma, *mean, *rstd;  // the forward's inputs and statistics
+    float *dh0, *dgamma, *dbeta;                  // [M, N], [N], [N]: overwritten
+    float* scratch;
+    int M, N;
+  };
+  virtual void layernorm_residual_forward(const LayerNormForward& a) = 0;
+  virtual void layernorm_residual_backward(const LayerNormBackward& a) = 0;
 
   // The trunk's first layer backward as one op, so that an executor may fuse it: the backward
-  // above from dh1, then dW_in[N, D] = dh0^T X (overwritten). dh0 is an [M, N] work array. The
+  // above from dh1, then dW_in[N, D] = dh0^T X (overwritten). ln.dh0 is an [M, N] work array. The
   // default (ops.cpp) runs the two ops; HostOps never writes dh0 (kernels/layernorm.h).
-  virtual void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
-                                        const float* mean, const float* rstd, float* dh0, float* dgamma,
-                                        float* dbeta, float* dW_in, int M, int N, int D, float* scratch);
+  struct LayerNormInputBackward {
+    LayerNormBackward ln;
+    const float* X;  // [M, D]: fc_in's input
+    float* dW_in;    // [N, D]
+    int D;
+  };
+  virtual void layernorm_input_backward(const LayerNormInputBackward& a);
 
   // out = dropout(gelu(a + bias)) and its backward (kernels/gelu.h, kernels/dropout.h).
   virtual void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
@@ -103,7 +115,7 @@ class Ops {
   // The whole loss pass after the trunk's forward (spec steps 5-6) as one op: policy_head_loss,
   // then the trunk's backward (engine/policy.cpp, policy_trunk_backward); every gradient in g is
   // overwritten. acts holds the trunk's activations of all M rows (a1 and h2 are clobbered),
-  // d_big is one more [M, H] work array. The default (ops.cpp) runs the two over all M rows;
+  // trunk_work is one more [M, H] work array. The default (ops.cpp) runs the two over all M rows;
   // HostOps runs them block by block of rows so that each block stays in cache
   // (engine/host/loss_pass.cpp).
   struct LossPass {
@@ -112,7 +124,7 @@ class Ops {
     PolicyActs acts;
     const float* X;  // [M, D] observations
     int D;
-    float* d_big;
+    float* trunk_work;
   };
   virtual void loss_pass(const LossPass& l);
 

@@ -5,7 +5,7 @@ namespace grpo {
 void policy_trunk_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
                           const PolicyActs& a) {
   ops.linear_forward(X, p.fc_in_w, nullptr, a.h0, rows, hidden, obs_dim);
-  ops.layernorm_residual_forward(a.h0, p.ln_gamma, p.ln_beta, a.h1, a.ln_mean, a.ln_rstd, rows, hidden);
+  ops.layernorm_residual_forward({a.h0, p.ln_gamma, p.ln_beta, a.h1, a.ln_mean, a.ln_rstd, rows, hidden});
   ops.linear_forward(a.h1, p.fc1_w, nullptr, a.a1, rows, hidden, hidden);
 }
 
@@ -22,28 +22,29 @@ void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int
 }
 
 void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits,
-                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* d_big,
+                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* trunk_work,
                      float* scratch) {
   // Buffers are recycled as soon as they die, so the loss pass needs five [rows, hidden] arrays:
-  // dh2 -> d_big; da1 -> h2 (dead after dW_out); then policy_trunk_backward's reuse.
-  float* dh2 = d_big;
+  // dh2 -> trunk_work; da1 -> h2 (dead after dW_out); then policy_trunk_backward's reuse.
+  float* dh2 = trunk_work;
   float* da1 = a.h2;
   ops.linear_backward_weight(dlogits, a.h2, g.fc_out_w, rows, kActions, hidden, false);
   ops.bias_grad(dlogits, g.fc_out_b, rows, kActions, scratch);
   ops.linear_backward_input(dlogits, p.fc_out_w, dh2, rows, kActions, hidden);
   ops.bias_gelu_dropout_backward(dh2, a.a1, p.fc1_b, da1, g.fc1_b, rows, hidden, drop, scratch);
-  policy_trunk_backward(ops, p, g, X, da1, rows, obs_dim, hidden, a, d_big, scratch);
+  policy_trunk_backward(ops, p, g, X, da1, rows, obs_dim, hidden, a, trunk_work, scratch);
 }
 
 void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* da1,
-                           int rows, int obs_dim, int hidden, const PolicyActs& a, float* d_big, float* scratch) {
-  // dh1 -> a1 (dead once da1 exists); dh0 -> d_big. No op ever reads and writes the same buffer.
+                           int rows, int obs_dim, int hidden, const PolicyActs& a, float* trunk_work, float* scratch) {
+  // dh1 -> a1 (dead once da1 exists); dh0 -> trunk_work. No op ever reads and writes the same buffer.
   float* dh1 = a.a1;
-  float* dh0 = d_big;
+  float* dh0 = trunk_work;
   ops.linear_backward_weight(da1, a.h1, g.fc1_w, rows, hidden, hidden, false);
   ops.linear_backward_input(da1, p.fc1_w, dh1, rows, hidden, hidden);
-  ops.layernorm_input_backward(dh1, a.h0, X, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta,
-                               g.fc_in_w, rows, hidden, obs_dim, scratch);
+  Ops::LayerNormBackward ln{dh1, a.h0, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta, scratch,
+                            rows, hidden};
+  ops.layernorm_input_backward({ln, X, g.fc_in_w, obs_dim});
 }
 
 }  // namespace grpo

@@ -21,14 +21,14 @@ void policy_head_forward(Ops& ops, const ParamViews& p, int rows, int hidden, co
 
 // Gradients of every parameter into g (overwritten, never accumulated) from dlogits = dL/dz.
 // Needs the forward's activations and mask (same DropoutSpec). Reuses memory, so it clobbers
-// a.a1 and a.h2; d_big is [rows, hidden] of scratch, scratch is the reductions' scratch.
+// a.a1 and a.h2; trunk_work is [rows, hidden] of scratch, scratch is the reductions' scratch.
 void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits,
-                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* d_big,
+                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* trunk_work,
                      float* scratch);
 
 // The backward below a1: from da1 = dL/da1 (bias included) to the gradients of fc1.weight,
-// layer_norm and fc_in (overwritten). Clobbers a.a1 and d_big; da1 must be neither.
+// layer_norm and fc_in (overwritten). Clobbers a.a1 and trunk_work; da1 must be neither.
 void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* da1,
-                           int rows, int obs_dim, int hidden, const PolicyActs& a, float* d_big, float* scratch);
+                           int rows, int obs_dim, int hidden, const PolicyActs& a, float* trunk_work, float* scratch);
 
 }  // namespace grpo

@@ -24,7 +24,7 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   b.advantages = f(al.advantages);
   b.adv_stats = f(al.adv_stats);
   b.acts = {f(al.h0), f(al.h1), f(al.a1), f(al.h2), f(al.logits), f(al.ln_mean), f(al.ln_rstd)};
-  b.d_big = f(al.d_big);
+  b.trunk_work = f(al.trunk_work);
   b.dlogits = f(al.dlogits);
   b.scratch = f(al.scratch);
   b.games = make_games_view(c.game, c.games(), base + al.games);
@@ -40,7 +40,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
 
   // 1-2. Rollout: T strictly sequential steps of policy, sampling and game. fc1.weight is read
   // by T products here and by the loss pass, and written only by AdamW at the end.
-  ops.weights_fixed(b.p.fc1_w, H, H);
+  ops.weights_unchanged(b.p.fc1_w, H, H);
   ops.range_push("rollout");
   ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H});
   ops.range_pop();
@@ -73,14 +73,14 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   head.logits = b.acts.logits;
   head.dlogits = b.dlogits;
   head.h2 = b.acts.h2;
-  head.dh2 = b.d_big;
+  head.dh2 = b.trunk_work;
   head.da1 = b.acts.h2;  // h2 is dead once the head's backward has dW_out
   head.g_b1 = b.g.fc1_b;
   head.g_w_out = b.g.fc_out_w;
   head.g_b_out = b.g.fc_out_b;
   head.loss = &b.scalars->loss;
   head.scratch = b.scratch;
-  ops.loss_pass(Ops::LossPass{head, b.p, b.g, b.acts, b.obs, D, b.d_big});
+  ops.loss_pass(Ops::LossPass{head, b.p, b.g, b.acts, b.obs, D, b.trunk_work});
   ops.range_pop();
 
   // 6-8. Clip by the global norm, AdamW, metrics, then the schedule and counters move on.

@@ -19,7 +19,7 @@ struct StepBuffers {
   int32_t* actions;
   float *rewards, *returns, *advantages, *adv_stats;
   PolicyActs acts;  // [M, hidden]; rollout step t writes rows t*N.., which the loss pass reuses
-  float *d_big, *dlogits, *scratch;
+  float *trunk_work, *dlogits, *scratch;
   GamesView games;
   TrainScalars* scalars;
   TrainScalars* ring;  // kMetricsRing snapshots

@@ -60,7 +60,7 @@ GRPO_HD double powu(double b, uint32_t e) {
 
 // Per-update coefficients, computed once per thread from the device-resident scalars.
 struct AdamWCoeffs {
-  float clip, decay, b1, omb1, b2, omb2, step_size, bc2_sqrt, eps;
+  float clip, decay, b1, one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps;
 };
 
 GRPO_HD AdamWCoeffs adamw_coeffs(float lr, uint32_t adam_step, float clip_scale, const AdamWConfig& c) {
@@ -70,9 +70,9 @@ GRPO_HD AdamWCoeffs adamw_coeffs(float lr, uint32_t adam_step, float clip_scale,
   k.clip = clip_scale;
   k.decay = static_cast<float>(1.0 - mul_rn(double(lr), c.weight_decay));
   k.b1 = static_cast<float>(c.beta1);
-  k.omb1 = static_cast<float>(1.0 - c.beta1);
+  k.one_minus_b1 = static_cast<float>(1.0 - c.beta1);
   k.b2 = static_cast<float>(c.beta2);
-  k.omb2 = static_cast<float>(1.0 - c.beta2);
+  k.one_minus_b2 = static_cast<float>(1.0 - c.beta2);
   k.step_size = static_cast<float>(static_cast<double>(lr) / (1.0 - powu(c.beta1, t)));
   k.bc2_sqrt = static_cast<float>(sqrt(1.0 - powu(c.beta2, t)));
   k.eps = static_cast<float>(c.eps);
@@ -83,8 +83,8 @@ GRPO_HD AdamWCoeffs adamw_coeffs(float lr, uint32_t adam_step, float clip_scale,
 GRPO_HD void adamw_element(float& p, float grad, float& m, float& v, const AdamWCoeffs& k) {
   const float g = mul_rn(k.clip, grad);
   const float decayed = mul_rn(p, k.decay);
-  m = add_rn(mul_rn(k.b1, m), mul_rn(k.omb1, g));
-  v = add_rn(mul_rn(k.b2, v), mul_rn(k.omb2, mul_rn(g, g)));
+  m = add_rn(mul_rn(k.b1, m), mul_rn(k.one_minus_b1, g));
+  v = add_rn(mul_rn(k.b2, v), mul_rn(k.one_minus_b2, mul_rn(g, g)));
   const float denom = add_rn(sqrtf(v) / k.bc2_sqrt, k.eps);
   p = add_rn(decayed, -mul_rn(k.step_size, m / denom));
 }

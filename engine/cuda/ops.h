@@ -24,11 +24,8 @@ class CudaOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                               bool accumulate) override;
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
-  void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
-                                  float* rstd, int M, int N) override;
-  void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
-                                   const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
-                                   float* scratch) override;
+  void layernorm_residual_forward(const LayerNormForward& a) override;
+  void layernorm_residual_backward(const LayerNormBackward& a) override;
   void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,

@@ -34,14 +34,12 @@ void CudaOps::linear_backward_weight(const float* dY, const float* X, float* dW,
 void CudaOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
   bias_grad_cuda(dY, db, M, N, scratch, stream_);
 }
-void CudaOps::layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1,
-                                         float* mean, float* rstd, int M, int N) {
-  layernorm_residual_forward_cuda(h0, gamma, beta, h1, mean, rstd, M, N, stream_);
+void CudaOps::layernorm_residual_forward(const LayerNormForward& a) {
+  layernorm_residual_forward_cuda(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N, stream_);
 }
-void CudaOps::layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
-                                          const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
-                                          float* scratch) {
-  layernorm_residual_backward_cuda(dh1, h0, gamma, mean, rstd, dh0, dgamma, dbeta, M, N, scratch, stream_);
+void CudaOps::layernorm_residual_backward(const LayerNormBackward& a) {
+  layernorm_residual_backward_cuda(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N,
+                                   a.scratch, stream_);
 }
 void CudaOps::bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                         const DropoutSpec& d) {

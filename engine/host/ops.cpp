@@ -28,7 +28,7 @@ void HostOps::linear_forward(const float* X, const float* W, const float* b, flo
 void HostOps::linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) {
   linear_backward_input_host(dY, W, dX, M, N, K);
 }
-void HostOps::weights_fixed(const float* W, int N, int K) { packed::pack_transposed(W, N, K, fixed_fwd_); }
+void HostOps::weights_unchanged(const float* W, int N, int K) { packed::pack_transposed(W, N, K, fixed_fwd_); }
 void HostOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                                      bool accumulate) {
   linear_backward_weight_host(dY, X, dW, M, N, K, accumulate);
@@ -36,22 +36,19 @@ void HostOps::linear_backward_weight(const float* dY, const float* X, float* dW,
 void HostOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
   bias_grad_host(dY, db, M, N, scratch);
 }
-void HostOps::layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1,
-                                         float* mean, float* rstd, int M, int N) {
-  layernorm_residual_forward_host(h0, gamma, beta, h1, mean, rstd, M, N);
+void HostOps::layernorm_residual_forward(const LayerNormForward& a) {
+  layernorm_residual_forward_host(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N);
 }
-void HostOps::layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
-                                          const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
-                                          float* scratch) {
-  layernorm_residual_backward_host(dh1, h0, gamma, mean, rstd, dh0, dgamma, dbeta, M, N, scratch);
+void HostOps::layernorm_residual_backward(const LayerNormBackward& a) {
+  layernorm_residual_backward_host(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N,
+                                   a.scratch);
 }
-void HostOps::layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
-                                       const float* mean, const float* rstd, float* /*dh0*/, float* dgamma,
-                                       float* dbeta, float* dW_in, int M, int N, int D, float* /*scratch*/) {
-  const size_t need = layernorm_input_backward_partial_floats(M, N, D);
+void HostOps::layernorm_input_backward(const LayerNormInputBackward& a) {
+  const LayerNormBackward& ln = a.ln;
+  const size_t need = layernorm_input_backward_partial_floats(ln.M, ln.N, a.D);
   if (ln_input_partial_.size() < need) ln_input_partial_.resize(need);
-  layernorm_input_backward_host(dh1, h0, X, gamma, mean, rstd, dgamma, dbeta, dW_in, M, N, D,
-                                ln_input_partial_.data());
+  layernorm_input_backward_host(ln.dh1, ln.h0, a.X, ln.gamma, ln.mean, ln.rstd, ln.dgamma, ln.dbeta, a.dW_in, ln.M,
+                                ln.N, a.D, ln_input_partial_.data());
 }
 void HostOps::bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                         const DropoutSpec& d) {

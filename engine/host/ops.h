@@ -25,16 +25,11 @@ class HostOps final : public Ops {
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
   // Packs W for linear_forward until adamw runs (the step calls it for fc1.weight before the
   // rollout's 200 products; cpu/gemm_packed.h).
-  void weights_fixed(const float* W, int N, int K) override;
-  void layernorm_residual_forward(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
-                                  float* rstd, int M, int N) override;
-  void layernorm_residual_backward(const float* dh1, const float* h0, const float* gamma, const float* mean,
-                                   const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
-                                   float* scratch) override;
+  void weights_unchanged(const float* W, int N, int K) override;
+  void layernorm_residual_forward(const LayerNormForward& a) override;
+  void layernorm_residual_backward(const LayerNormBackward& a) override;
   // Fused: dh0 never written (kernels/layernorm.h, layernorm_input_backward_host).
-  void layernorm_input_backward(const float* dh1, const float* h0, const float* X, const float* gamma,
-                                const float* mean, const float* rstd, float* dh0, float* dgamma, float* dbeta,
-                                float* dW_in, int M, int N, int D, float* scratch) override;
+  void layernorm_input_backward(const LayerNormInputBackward& a) override;
   void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
@@ -66,7 +61,7 @@ class HostOps final : public Ops {
   int replicas_;
   HeadLossScratch head_scratch_;
   LossPassScratch loss_scratch_;
-  packed::PackedB fixed_fwd_;  // W^T of the weights_fixed matrix
+  packed::PackedB fixed_fwd_;  // W^T of the weights_unchanged matrix
   std::vector<float> ln_input_partial_;  // grown on first use, then reused
 };
 

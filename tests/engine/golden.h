@@ -82,7 +82,7 @@ inline void run_golden(Ops& ops, const Memory& mem) {
   const size_t MH = size_t(M) * H;
   PolicyActs a{put(poisoned(MH)), put(poisoned(MH)), put(poisoned(MH)), put(poisoned(MH)),
                put(poisoned(M * kActions)), put(poisoned(M)), put(poisoned(M))};
-  float* d_big = put(poisoned(MH));
+  float* trunk_work = put(poisoned(MH));
   float* dlogits = put(poisoned(M * kActions));
   float* scratch = put(std::vector<float>(1 << 16, 0.f));
   float* loss = put(poisoned(1));
@@ -105,7 +105,7 @@ inline void run_golden(Ops& ops, const Memory& mem) {
   ops.policy_loss(a.logits, act, A, M, entropy_coef, dlogits, loss, nullptr, scratch);
   const double want_loss = g["loss"];
   EXPECT_NEAR(get(loss, 1)[0], want_loss, 1e-5 * std::fabs(want_loss)) << "loss";
-  policy_backward(ops, p, gv, X, dlogits, M, D, H, a, no_dropout, d_big, scratch);
+  policy_backward(ops, p, gv, X, dlogits, M, D, H, a, no_dropout, trunk_work, scratch);
   const std::vector<float> got_grads = get(grads, l.total);
   for (const ParamTensor& t : l.tensors) {
     const std::vector<double> r = flat(g["grads"][t.name]);
@@ -135,14 +135,14 @@ inline void run_golden(Ops& ops, const Memory& mem) {
     h.logits = logits_step;
     h.dlogits = dlogits;
     h.h2 = a.h2;
-    h.dh2 = d_big;
+    h.dh2 = trunk_work;
     h.da1 = a.h2;
     h.g_b1 = gs.fc1_b;
     h.g_w_out = gs.fc_out_w;
     h.g_b_out = gs.fc_out_b;
     h.loss = loss_step;
     h.scratch = scratch;
-    ops.loss_pass(Ops::LossPass{h, p, gs, a, X, D, d_big});
+    ops.loss_pass(Ops::LossPass{h, p, gs, a, X, D, trunk_work});
     expect_close(logits_step, g["forward"]["logits"], M * kActions, "logits (loss_pass)");
     EXPECT_NEAR(get(loss_step, 1)[0], want_loss, 1e-5 * std::fabs(want_loss)) << "loss (loss_pass)";
     const std::vector<float> step_grads = get(grads_step, l.total);

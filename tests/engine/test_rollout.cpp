@@ -32,7 +32,7 @@ RolloutRun rollout(const TrainConfig& c, bool groups) {
   b.scalars->epoch = 3;
   const int T = c.max_steps, N = c.games(), D = c.obs_dim(), H = c.hidden_size;
   HostOps ops(c.game, c.batch_size);
-  ops.weights_fixed(b.p.fc1_w, H, H);
+  ops.weights_unchanged(b.p.fc1_w, H, H);
   const Ops::Rollout r{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, &b.scalars->epoch, c.dropout,
                        T, N, D, H};
   if (groups) ops.rollout(r);

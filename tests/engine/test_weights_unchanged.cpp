@@ -1,4 +1,4 @@
-// HostOps::weights_fixed: linear_forward with the packed copy gives the unpacked result, and
+// HostOps::weights_unchanged: linear_forward with the packed copy gives the unpacked result, and
 // after adamw (the only op that writes parameters in a step) a changed W is read afresh.
 #include <vector>
 
@@ -9,14 +9,14 @@
 namespace grpo::test {
 namespace {
 
-TEST(WeightsFixed, PackedForwardMatchesAndAdamWDropsTheCopy) {
+TEST(WeightsUnchanged, PackedForwardMatchesAndAdamWDropsTheCopy) {
   const int M = 50, N = 96, K = 40;
   auto W = random_floats(size_t(N) * K, 1);
   const auto X = random_floats(size_t(M) * K, 2), b = random_floats(N, 3);
   HostOps ops(GameConfig{}, 1);
   std::vector<float> want(size_t(M) * N), got = poisoned(size_t(M) * N);
   linear_forward_host(X.data(), W.data(), b.data(), want.data(), M, N, K);
-  ops.weights_fixed(W.data(), N, K);
+  ops.weights_unchanged(W.data(), N, K);
   ops.linear_forward(X.data(), W.data(), b.data(), got.data(), M, N, K);
   EXPECT_LE(rel_l2(got, want), 1e-5);
 
