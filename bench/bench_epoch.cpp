@@ -1,7 +1,7 @@
 // Epoch benchmark: epochs/s and game steps/s of the host executor, and of the CUDA executor
 // eager and graph-replayed when a real GPU answers; warm-up epochs excluded, median of repeats.
 // Prints the ceilings it compares against (OpenBLAS sgemm here; copy bandwidth and a large cuBLAS
-// GEMM on a GPU) and the ratio to the FLOP floor: the spec's FLOP count (8MP, issue 7's
+// GEMM on a GPU) and the ratio to the FLOP floor: the spec's FLOP count (8MP, engine/cost.h's
 // definition) at that rate, although the engine executes only ~6MP of it. --breakdown adds a
 // steady-clock per-op table of the host executor (where the CPU time goes; the host's loss pass
 // is one row, its blocks call the twins directly) and, on a GPU, an event-timed per-op table of

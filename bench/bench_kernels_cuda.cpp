@@ -2,7 +2,10 @@
 // reference-default configurations: CUDA events around each call with L2 flushed before it
 // (cold caches, as in a training epoch where activations stream through), median of repeats;
 // FLOPs and minimum bytes per call, GFLOP/s or GB/s and the fraction of the ceilings measured
-// here (device copy bandwidth, a large fp32 cuBLAS GEMM). --json writes the rows.
+// here (device copy bandwidth, a large fp32 cuBLAS GEMM). The per-row ops run at every shape;
+// the per-parameter ops (grad_norm, adamw over the H x H fc1 weight) and the loss pass's
+// per-sample ones (policy_loss, returns, advantages, means) at the loss shapes, sampling at the
+// rollout's. --json writes the rows.
 // On the SIMT build the "device" is the CPU emulator: timings are meaningless, so it says so and
 // runs one tiny call of each op as a smoke test.
 #include <algorithm>
@@ -18,9 +21,15 @@
 #include "bench/device_ceiling.h"
 #include "bench/host_ceiling.h"
 #include "core/cuda_check.h"
+#include "kernels/adamw.h"
 #include "kernels/gelu.h"
+#include "kernels/grad_norm.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
+#include "kernels/policy_head.h"
+#include "kernels/reduce.h"
+#include "kernels/returns.h"
+#include "kernels/train_scalars.h"
 
 namespace {
 
@@ -43,7 +52,8 @@ struct Dev {
 
 struct Shape {
   const char* name;
-  int M, H;
+  int M, H, N;       // rows, hidden width, games (the rollout's rows per step)
+  bool every = false;  // every op at this shape (the emulator's smoke run)
 };
 
 struct Op {
@@ -56,6 +66,7 @@ struct Op {
 struct Case {
   Shape s;
   Dev x, w, b, obs, win, y, z, mean, rstd, dw, db, dg, scratch, epoch_buf;
+  Dev logits, adv, ret, dlogits, actions, logp, stats, out, scalars, params, grads, m, v, red;
   std::vector<Op> ops;
   static constexpr int D = 10;
 
@@ -75,8 +86,29 @@ struct Case {
         dg(sh.H),
         scratch(2 * std::max(layernorm_residual_backward_scratch_floats(sh.M, sh.H),
                              bias_gelu_dropout_backward_scratch_floats(sh.M, sh.H))),
-        epoch_buf(1) {
+        epoch_buf(1),
+        logits(size_t(sh.M) * 3, 7),
+        adv(sh.M, 8),
+        ret(sh.M),
+        dlogits(size_t(sh.M) * 3),
+        actions(sh.M),
+        logp(sh.M),
+        stats(8),
+        out(4),
+        scalars(sizeof(TrainScalars) / sizeof(float)),
+        params(size_t(sh.H) * sh.H, 9),
+        grads(size_t(sh.H) * sh.H, 10),
+        m(size_t(sh.H) * sh.H),
+        v(size_t(sh.H) * sh.H),
+        red(std::max({grad_norm_scratch_floats(size_t(sh.H) * sh.H), normalize_advantages_scratch_floats(sh.M),
+                      policy_loss_scratch_floats(sh.M), mean_scratch_floats(sh.M)})) {
     CUDA_CHECK(cudaMemset(epoch_buf.p, 0, sizeof(uint32_t)));
+    CUDA_CHECK(cudaMemset(actions.p, 0, size_t(sh.M) * sizeof(int32_t)));  // action 0: valid
+    CUDA_CHECK(cudaMemset(m.p, 0, size_t(sh.H) * sh.H * sizeof(float)));
+    CUDA_CHECK(cudaMemset(v.p, 0, size_t(sh.H) * sh.H * sizeof(float)));
+    TrainScalars ts{};
+    ts.lr = 1e-4f, ts.clip_scale = 1.f;
+    CUDA_CHECK(cudaMemcpy(scalars.p, &ts, sizeof ts, cudaMemcpyHostToDevice));
     const int M = s.M, H = s.H;
     const double MH = double(M) * H, fmm = 2.0 * MH * H, act = 4.0 * MH;
     const DropoutSpec drop{0.1f, 42, Purpose::DropoutLoss, reinterpret_cast<const uint32_t*>(epoch_buf.p), 0};
@@ -99,6 +131,28 @@ struct Case {
         {"bias_gelu_dropout_backward", 0, act * 3,
          [=] { bias_gelu_dropout_backward_cuda(z.p, x.p, b.p, y.p, db.p, M, H, drop, scratch.p, st); }},
     };
+    const uint32_t* ep = reinterpret_cast<const uint32_t*>(epoch_buf.p);
+    int32_t* act_i = reinterpret_cast<int32_t*>(actions.p);
+    auto* ts_d = reinterpret_cast<TrainScalars*>(scalars.p);
+    const size_t P = size_t(H) * H;
+    const int N = s.N, T = M / N;
+    if (s.every || M == N)
+      ops.push_back({"sample_actions", 0, 20.0 * M,
+                     [=] { sample_actions_cuda(logits.p, M, 42, ep, 5, act_i, logp.p, st); }});
+    if (s.every || M > N) {
+      const AdamWConfig adam{};
+      ops.push_back({"policy_loss", 0, 32.0 * M, [=] {
+                       policy_loss_cuda(logits.p, act_i, adv.p, M, 0.01f, dlogits.p, out.p, out.p + 1, red.p, st);
+                     }});
+      ops.push_back({"discounted_returns", 0, 8.0 * T * N,
+                     [=] { discounted_returns_cuda(adv.p, ret.p, T, N, 0.99f, st); }});
+      ops.push_back({"normalize_advantages", 0, 8.0 * M,
+                     [=] { normalize_advantages_cuda(adv.p, ret.p, M, red.p, stats.p, st); }});
+      ops.push_back({"mean_f32", 0, 4.0 * M, [=] { mean_f32_cuda(adv.p, M, out.p + 2, red.p, st); }});
+      ops.push_back({"grad_norm (fc1.weight)", 0, 4.0 * P, [=] { grad_norm_cuda(grads.p, P, ts_d, 1.f, red.p, st); }});
+      ops.push_back({"adamw (fc1.weight)", 0, 28.0 * P,
+                     [=] { adamw_cuda(params.p, grads.p, m.p, v.p, P, ts_d, adam, st); }});
+    }
   }
 };
 
@@ -119,7 +173,7 @@ int main(int argc, char** argv) {
     std::printf("bench_kernels_cuda: SIMT build: the device is the CPU emulator, timings are meaningless;\n"
                 "running each op once at a tiny shape as a smoke test.\n");
     (void)repeats;
-    Case c(Shape{"smoke", 37, 40}, blas, st);
+    Case c(Shape{"smoke", 37, 40, 1, true}, blas, st);
     for (const Op& op : c.ops) {
       op.f();
       CUDA_CHECK(cudaStreamSynchronize(st));
@@ -137,8 +191,8 @@ int main(int argc, char** argv) {
     std::printf("%-34s %-12s %10s %10s %10s %9s %7s\n", "op", "shape", "us/call", "MFLOP", "MB", "rate", "%ceil");
     bench::L2Flush flush;
     nlohmann::json rows = nlohmann::json::array();
-    for (const Shape s : {Shape{"small rollout", 136, 512}, Shape{"small loss", 27200, 512},
-                          Shape{"reference rollout", 544, 2048}, Shape{"reference loss", 54400, 2048}}) {
+    for (const Shape s : {Shape{"small rollout", 136, 512, 136}, Shape{"small loss", 27200, 512, 136},
+                          Shape{"reference rollout", 544, 2048, 544}, Shape{"reference loss", 54400, 2048, 544}}) {
       Case c(s, blas, st);
       for (const Op& op : c.ops) {
         // Each timed call follows an L2 flush on the same stream; the flush sits outside the events.

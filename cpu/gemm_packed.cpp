@@ -98,7 +98,7 @@ bool gemm(const float* A, int M, const PackedB& B, const float* bias, float* Y) 
   if (!B.ready() || !cpu_has_avx512()) return false;
   if (M <= 0) return true;
   // Work items: 4 panels (128 columns) by up to 256 rows. At the rollout's 136 x 512 that is 4
-  // items for 2 threads (229 us a call; one panel per item: 248 us, the pool's hand-offs).
+  // items for 2 threads; one panel per item costs more in the pool's hand-offs than it balances.
   const int panels = (B.cols + kPanel - 1) / kPanel, slab = 256, slabs = (M + slab - 1) / slab;
   constexpr int per = 4;
   const int groups = (panels + per - 1) / per;

@@ -1,9 +1,8 @@
 // Products against a weight matrix packed once and reused: at the small preset fc1.weight
 // (512 x 512) is the B operand of the rollout's 200 products, and OpenBLAS repacked it on every
-// call (its copy routines took ~15 % of the host epoch). Packed, an AVX-512 kernel streams
-// 32-column panels of B while 8 rows of A are broadcast from L1: 16 FMA accumulators, 166-173
-// GFLOP/s on one core here against OpenBLAS's 133-145 for the rollout's 136 x 512 x 512 (its
-// 1024^3 rate is ~165), 229 us against 285 on two.
+// call, a large share of the host epoch. Packed, an AVX-512 kernel streams 32-column panels of
+// B while 8 rows of A are broadcast from L1 with 16 FMA accumulators, faster than OpenBLAS on
+// the rollout's 136 x 512 x 512 (bench/README.md has the figures).
 // Each output is one sequential FMA chain over the inner index, so the bits depend only on the
 // shape, never on the thread count. Without AVX-512 (or with GRPO_HOST_ISA capping it) pack()
 // leaves the matrix empty and gemm() returns false: callers then take the OpenBLAS path.

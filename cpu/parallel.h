@@ -1,7 +1,6 @@
 // The host twins' thread pool (bench/README.md, "thread interplay"). An OpenMP parallel region
 // ends in a barrier, so on a shared two-core machine every region waits for a worker that the
-// scheduler has not run yet (a 50 us rollout op took 1.5-6 ms under load 3-5, and 2 threads
-// were 4x slower than 1). Here the calling thread claims fixed chunks itself, a persistent
+// scheduler has not run yet, and a small op costs many times its work. Here the calling thread claims fixed chunks itself, a persistent
 // worker claims whatever is left when it gets to run, and the caller waits only for chunks a
 // worker actually took: with an absent worker the call costs what one thread costs.
 // Chunks are fixed index ranges, so results do not depend on who ran which chunk.

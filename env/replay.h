@@ -1,4 +1,4 @@
-// `grpo replay`, the conformance interface (issue 3, item 3): a JSON document gives the game
+// `grpo replay`, the conformance interface: a JSON document gives the game
 // parameters, N start observations and, per step, the actions and the draws; after each step one
 // JSON line reports the observations, counters and rewards. The rules run on the host executor
 // or on the device (the emulator in the SIMT build) through the same vectorised functions.

@@ -1,8 +1,8 @@
 // Host twins of matmul.cu: OpenBLAS sgemm in row-major mode, so the calls read like the maths.
 // Threading (bench/README.md, "host executor"): OpenBLAS runs single-threaded and the products
 // are split over OpenMP threads in fixed tiles of the output, so there is one thread pool
-// (OpenBLAS's pthreads and OpenMP's spinning workers fought over the two cores: 3 ms for a
-// 136x64 product) and every element is one sgemm's dot product, whatever the thread count.
+// (OpenBLAS's pthreads and OpenMP's spinning workers fight over a small machine's cores) and
+// every element is one sgemm's dot product, whatever the thread count.
 // Small products (the rollout's 136-row steps) run on the calling thread: a fork/join costs more.
 #include <algorithm>
 #include <stdexcept>
@@ -20,11 +20,10 @@ namespace grpo {
 namespace {
 
 // Output rows per parallel task of a tall product, and output columns per task of a short one.
-// Each task packs the whole of the other operand, so tiles are large: at the small preset's loss
-// pass 64-row tiles repacked the 27,200 x 512 activations 8 times in dW = dY^T X (56 GFLOP/s
-// against ~90 with 256-row tiles, 2 threads, bench_kernels; bench/README.md). The rollout's
-// 136 x 512 x 512 product in two 256-column tiles: 296-299 us against 320-350 with 128 (quiet,
-// 2 threads); one 512-column tile would leave the second thread idle (457-498 us).
+// Each task packs the whole of the other operand, so tiles are large: 64-row tiles would repack
+// the loss pass's 27,200 x 512 activations 8 times in dW = dY^T X. The rollout's 136 x 512 x 512
+// product splits into two 256-column tiles, one per thread of a two-core machine; one 512-column
+// tile would leave the second thread idle (bench/README.md has the measurements).
 constexpr int kRowTile = 256;
 constexpr int kColTile = 256;
 constexpr int kSplitInner = 8192;         // a single-tile product summing over at least this many...

@@ -1,7 +1,7 @@
 // The host executor's rollout (Ops::rollout). Step by step, the rollout is ~7 small ops per step
 // (136 rows at the small preset), each a parallel region or a serial stretch: 200 steps x 7
-// hand-offs between the two threads, data crossing between their caches, and ~40 us a step on
-// one thread alone (fc_in, head, sampling, the game). But no game ever reads another game's
+// hand-offs between the two threads and data crossing between their caches, for little work a
+// step (fc_in, head, sampling, the game). But no game ever reads another game's
 // rows, so here groups of games run from the first step to the last on whichever thread claims
 // them, with no barrier in between. The groups depend on the shape alone and every op is
 // row-wise, so the thread count never changes a bit. The price: the rollout uses at most as many

@@ -1,4 +1,4 @@
-// The step and reset kernels against the host executor, bit for bit (issue 3, "Done when"):
+// The step and reset kernels against the host executor, bit for bit:
 // thousands of random game steps on several configurations, explicit draws, the epoch read from
 // device memory under graph replay, and `grpo replay --backend cuda`. Under the SIMT build the
 // kernels run on the emulator; on a GPU build they run on the device (skipped without one).

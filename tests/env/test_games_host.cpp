@@ -1,5 +1,5 @@
 // The vectorised host executor: layout, resets, the draw mapping, and invariants over long
-// random runs (issue 3, item 4).
+// random runs.
 #include <cstring>
 #include <random>
 #include <vector>

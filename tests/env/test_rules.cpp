@@ -1,4 +1,4 @@
-// Every rule of docs/spec/fruit_catcher.md on hand-built states (issue 3, item 4).
+// Every rule of docs/spec/fruit_catcher.md on hand-built states.
 #include <algorithm>
 #include <cmath>
 
