@@ -130,8 +130,13 @@ int main(int argc, char** argv) {
   const EpochCost cost = epoch_cost(c);
   const double game_steps = double(c.samples());
   json out = {{"bench", "bench_epoch"},
-              {"config", {{"hidden", c.hidden_size}, {"batch", c.batch_size}, {"steps", c.max_steps},
-                          {"games", c.games()}, {"samples", c.samples()}, {"tf32", c.tf32}}},
+              {"config",
+               {{"hidden", c.hidden_size},
+                {"batch", c.batch_size},
+                {"steps", c.max_steps},
+                {"games", c.games()},
+                {"samples", c.samples()},
+                {"tf32", c.tf32}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},
@@ -141,10 +146,11 @@ int main(int argc, char** argv) {
   // The host's ceiling is measured before and after its epochs (the VM's clock drifts by 10-20 %
   // over minutes); the floor uses the higher of the two, the stricter comparison.
   const double gflops_before = bench::sgemm_gflops(gemm_n, 5);
-  std::printf("config: hidden %d, batch %d, steps %d, games %d, samples %lld; %.2f GFLOP (spec count; %.2f executed) "
-              "and >= %.1f MB per epoch\n",
-              c.hidden_size, c.batch_size, c.max_steps, c.games(), (long long)c.samples(), cost.flops * 1e-9,
-              cost.flops_executed * 1e-9, cost.min_bytes * 1e-6);
+  std::printf(
+      "config: hidden %d, batch %d, steps %d, games %d, samples %lld; %.2f GFLOP (spec count; %.2f executed) "
+      "and >= %.1f MB per epoch\n",
+      c.hidden_size, c.batch_size, c.max_steps, c.games(), (long long)c.samples(), cost.flops * 1e-9,
+      cost.flops_executed * 1e-9, cost.min_bytes * 1e-6);
   std::vector<Row> rows;
   if (only.empty() || only == "host") {
     auto ex = make_host_executor(c);
@@ -153,9 +159,10 @@ int main(int argc, char** argv) {
   const double gflops_after = bench::sgemm_gflops(gemm_n, 5);
   const double host_gflops = std::max(gflops_before, gflops_after);
   const double host_floor = cost.flops / (host_gflops * 1e9);
-  std::printf("host ceiling: OpenBLAS sgemm %d^3 %.1f GFLOP/s before, %.1f after the host epochs (threads %d) -> "
-              "FLOP floor %.3f s/epoch\n",
-              gemm_n, gflops_before, gflops_after, omp_get_max_threads(), host_floor);
+  std::printf(
+      "host ceiling: OpenBLAS sgemm %d^3 %.1f GFLOP/s before, %.1f after the host epochs (threads %d) -> "
+      "FLOP floor %.3f s/epoch\n",
+      gemm_n, gflops_before, gflops_after, omp_get_max_threads(), host_floor);
   out["host_sgemm_gflops"] = host_gflops;
   out["host_sgemm_gflops_before_after"] = {gflops_before, gflops_after};
   out["host_flop_floor_s"] = host_floor;
@@ -166,8 +173,10 @@ int main(int argc, char** argv) {
   if ((only.empty() || only != "host") && cuda_device_available(&why)) {
     const double bw = bench::device_copy_gbps(size_t(1) << 30, 10), gf = bench::cublas_sgemm_gflops(8192, 5);
     dev_floor = std::max(cost.flops / (gf * 1e9), cost.min_bytes / (bw * 1e9));
-    std::printf("device ceiling: copy %.0f GB/s, cuBLAS fp32 sgemm 8192^3 %.0f GFLOP/s -> floor %.4f s/epoch "
-                "(the rollout's %d sequential steps are not in it)\n", bw, gf, dev_floor, c.max_steps);
+    std::printf(
+        "device ceiling: copy %.0f GB/s, cuBLAS fp32 sgemm 8192^3 %.0f GFLOP/s -> floor %.4f s/epoch "
+        "(the rollout's %d sequential steps are not in it)\n",
+        bw, gf, dev_floor, c.max_steps);
     out["device_copy_gbps"] = bw;
     out["device_sgemm_gflops"] = gf;
     out["device_floor_s"] = dev_floor;
@@ -191,7 +200,9 @@ int main(int argc, char** argv) {
     const double floor = r.executor == "host" ? host_floor : dev_floor;
     std::printf("%-12s %12.4f %10.2f %14.3g %12.2f\n", r.executor.c_str(), r.epoch_s, 1 / r.epoch_s,
                 game_steps / r.epoch_s, floor > 0 ? r.epoch_s / floor : 0.0);
-    out["rows"].push_back({{"executor", r.executor}, {"epoch_s", r.epoch_s}, {"epochs_per_s", 1 / r.epoch_s},
+    out["rows"].push_back({{"executor", r.executor},
+                           {"epoch_s", r.epoch_s},
+                           {"epochs_per_s", 1 / r.epoch_s},
                            {"game_steps_per_s", game_steps / r.epoch_s},
                            {"x_floor", floor > 0 ? r.epoch_s / floor : 0.0}});
   }
@@ -205,9 +216,9 @@ int main(int argc, char** argv) {
     if (dev_floor > 0) {
       TrainConfig g = c;
       g.backend = Backend::Cuda;
-      out["cuda_breakdown"] = print_breakdown(
-          "cuda eager per-op breakdown (s per epoch, events around each op; launch waits included)",
-          bench::cuda_breakdown(g, std::max(warmup, 2), n));
+      out["cuda_breakdown"] =
+          print_breakdown("cuda eager per-op breakdown (s per epoch, events around each op; launch waits included)",
+                          bench::cuda_breakdown(g, std::max(warmup, 2), n));
     }
 #endif
   }

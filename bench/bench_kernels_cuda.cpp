@@ -52,7 +52,7 @@ struct Dev {
 
 struct Shape {
   const char* name;
-  int M, H, N;       // rows, hidden width, games (the rollout's rows per step)
+  int M, H, N;         // rows, hidden width, games (the rollout's rows per step)
   bool every = false;  // every op at this shape (the emulator's smoke run)
 };
 
@@ -125,7 +125,9 @@ struct Case {
         {"layernorm_residual_forward", 0, act * 2,
          [=] { layernorm_residual_forward_cuda(x.p, b.p, b.p, y.p, mean.p, rstd.p, M, H, st); }},
         {"layernorm_residual_backward", 0, act * 3,
-         [=] { layernorm_residual_backward_cuda(z.p, x.p, b.p, mean.p, rstd.p, y.p, dg.p, db.p, M, H, scratch.p, st); }},
+         [=] {
+           layernorm_residual_backward_cuda(z.p, x.p, b.p, mean.p, rstd.p, y.p, dg.p, db.p, M, H, scratch.p, st);
+         }},
         {"bias_gelu_dropout_forward", 0, act * 2,
          [=] { bias_gelu_dropout_forward_cuda(x.p, b.p, y.p, M, H, drop, st); }},
         {"bias_gelu_dropout_backward", 0, act * 3,
@@ -137,21 +139,21 @@ struct Case {
     const size_t P = size_t(H) * H;
     const int N = s.N, T = M / N;
     if (s.every || M == N)
-      ops.push_back({"sample_actions", 0, 20.0 * M,
-                     [=] { sample_actions_cuda(logits.p, M, 42, ep, 5, act_i, logp.p, st); }});
+      ops.push_back(
+          {"sample_actions", 0, 20.0 * M, [=] { sample_actions_cuda(logits.p, M, 42, ep, 5, act_i, logp.p, st); }});
     if (s.every || M > N) {
       const AdamWConfig adam{};
       ops.push_back({"policy_loss", 0, 32.0 * M, [=] {
                        policy_loss_cuda(logits.p, act_i, adv.p, M, 0.01f, dlogits.p, out.p, out.p + 1, red.p, st);
                      }});
-      ops.push_back({"discounted_returns", 0, 8.0 * T * N,
-                     [=] { discounted_returns_cuda(adv.p, ret.p, T, N, 0.99f, st); }});
+      ops.push_back(
+          {"discounted_returns", 0, 8.0 * T * N, [=] { discounted_returns_cuda(adv.p, ret.p, T, N, 0.99f, st); }});
       ops.push_back({"normalize_advantages", 0, 8.0 * M,
                      [=] { normalize_advantages_cuda(adv.p, ret.p, M, red.p, stats.p, st); }});
       ops.push_back({"mean_f32", 0, 4.0 * M, [=] { mean_f32_cuda(adv.p, M, out.p + 2, red.p, st); }});
       ops.push_back({"grad_norm (fc1.weight)", 0, 4.0 * P, [=] { grad_norm_cuda(grads.p, P, ts_d, 1.f, red.p, st); }});
-      ops.push_back({"adamw (fc1.weight)", 0, 28.0 * P,
-                     [=] { adamw_cuda(params.p, grads.p, m.p, v.p, P, ts_d, adam, st); }});
+      ops.push_back(
+          {"adamw (fc1.weight)", 0, 28.0 * P, [=] { adamw_cuda(params.p, grads.p, m.p, v.p, P, ts_d, adam, st); }});
     }
   }
 };
@@ -170,8 +172,9 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaStreamCreate(&st));
     Blas blas;
 #if defined(GRPO_SIMT)
-    std::printf("bench_kernels_cuda: SIMT build: the device is the CPU emulator, timings are meaningless;\n"
-                "running each op once at a tiny shape as a smoke test.\n");
+    std::printf(
+        "bench_kernels_cuda: SIMT build: the device is the CPU emulator, timings are meaningless;\n"
+        "running each op once at a tiny shape as a smoke test.\n");
     (void)repeats;
     Case c(Shape{"smoke", 37, 40, 1, true}, blas, st);
     for (const Op& op : c.ops) {
@@ -204,17 +207,28 @@ int main(int argc, char** argv) {
         std::snprintf(shape, sizeof shape, "%dx%d", s.M, s.H);
         std::printf("%-34s %-12s %10.1f %10.2f %10.2f %6.0f %s %6.1f%%   (%s)\n", op.name, shape, sec * 1e6,
                     op.flops * 1e-6, op.bytes * 1e-6, rate, compute ? "GF/s" : "GB/s", 100 * frac, s.name);
-        rows.push_back({{"op", op.name}, {"case", s.name}, {"M", s.M}, {"H", s.H}, {"us", sec * 1e6},
-                        {"flops", op.flops}, {"bytes", op.bytes}, {"rate", rate},
-                        {"unit", compute ? "GFLOP/s" : "GB/s"}, {"fraction", frac}});
+        rows.push_back({{"op", op.name},
+                        {"case", s.name},
+                        {"M", s.M},
+                        {"H", s.H},
+                        {"us", sec * 1e6},
+                        {"flops", op.flops},
+                        {"bytes", op.bytes},
+                        {"rate", rate},
+                        {"unit", compute ? "GFLOP/s" : "GB/s"},
+                        {"fraction", frac}});
       }
     }
     CUDA_CHECK(cudaStreamDestroy(st));
     if (!json_path.empty()) {
       std::ofstream f(json_path);
       if (!f) return std::fprintf(stderr, "bench_kernels_cuda: error: cannot write %s\n", json_path.c_str()), 1;
-      f << nlohmann::json{{"bench", "bench_kernels_cuda"}, {"device", prop.name}, {"copy_gbps", gbs},
-                          {"sgemm_gflops", gf}, {"rows", rows}}.dump(2)
+      f << nlohmann::json{{"bench", "bench_kernels_cuda"},
+                          {"device", prop.name},
+                          {"copy_gbps", gbs},
+                          {"sgemm_gflops", gf},
+                          {"rows", rows}}
+               .dump(2)
         << "\n";
     }
     return 0;

@@ -59,7 +59,8 @@ inline double device_copy_gbps(size_t bytes, int repeats) {
   void *a = nullptr, *b = nullptr;
   CUDA_CHECK(cudaMalloc(&a, bytes));
   CUDA_CHECK(cudaMalloc(&b, bytes));
-  const double ms = event_median_ms(nullptr, repeats, [&] { CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, nullptr)); });
+  const double ms = event_median_ms(
+      nullptr, repeats, [&] { CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, nullptr)); });
   CUDA_CHECK(cudaFree(a));
   CUDA_CHECK(cudaFree(b));
   return 2.0 * double(bytes) / (ms * 1e-3) * 1e-9;

@@ -33,8 +33,7 @@ int main(int argc, char** argv) {
     games_step_host(c, v, actions[0].data(), 1, &epoch, 0, reward.data(), obs.data());  // warm-up
     const auto t0 = std::chrono::steady_clock::now();
     for (int t = 0; t < o.steps; ++t)
-      games_step_host(c, v, actions[t % actions.size()].data(), 1, &epoch, uint32_t(t + 1), reward.data(),
-                      obs.data());
+      games_step_host(c, v, actions[t % actions.size()].data(), 1, &epoch, uint32_t(t + 1), reward.data(), obs.data());
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     results.push_back({n, o.steps, s});
   }

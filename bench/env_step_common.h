@@ -54,10 +54,11 @@ inline void report(const char* bench, const char* executor, const char* note, co
                 executor, note, c.max_fruits);
     for (size_t i = 0; i < rs.size(); ++i) {
       const double gs = double(rs[i].games) * rs[i].steps;
-      std::printf("%s{\"games\": %d, \"steps\": %d, \"seconds\": %.6g, \"game_steps_per_s\": %.6g, "
-                  "\"ns_per_game_step\": %.6g, \"min_bytes_per_s\": %.6g}",
-                  i ? ", " : "", rs[i].games, rs[i].steps, rs[i].seconds, gs / rs[i].seconds,
-                  1e9 * rs[i].seconds / gs, gs * bytes_per_game_step(c) / rs[i].seconds);
+      std::printf(
+          "%s{\"games\": %d, \"steps\": %d, \"seconds\": %.6g, \"game_steps_per_s\": %.6g, "
+          "\"ns_per_game_step\": %.6g, \"min_bytes_per_s\": %.6g}",
+          i ? ", " : "", rs[i].games, rs[i].steps, rs[i].seconds, gs / rs[i].seconds, 1e9 * rs[i].seconds / gs,
+          gs * bytes_per_game_step(c) / rs[i].seconds);
     }
     std::printf("]}\n");
     return;

@@ -44,13 +44,13 @@ class TimedOps final : public Ops {
   TimedOps(Ops& inner, OpClock& clock, bool whole_composites) : in_(inner), clock_(clock), whole_(whole_composites) {}
   std::map<std::string, OpTime> times;
 
-#define GRPO_TIMED(name, call)                  \
-  do {                                          \
-    const size_t token_ = clock_.start();       \
-    call;                                       \
-    OpTime& o_ = times[prefix_ + name];         \
-    clock_.stop(token_, o_);                    \
-    ++o_.calls;                                 \
+#define GRPO_TIMED(name, call)            \
+  do {                                    \
+    const size_t token_ = clock_.start(); \
+    call;                                 \
+    OpTime& o_ = times[prefix_ + name];   \
+    clock_.stop(token_, o_);              \
+    ++o_.calls;                           \
   } while (0)
 
   void games_reset(const GamesView& g, uint64_t seed, const uint32_t* e, float* obs) override {
@@ -69,7 +69,9 @@ class TimedOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool acc) override {
     GRPO_TIMED("linear_backward_weight", in_.linear_backward_weight(dY, X, dW, M, N, K, acc));
   }
-  void weights_unchanged(const float* W, int N, int K) override { GRPO_TIMED("weights_unchanged", in_.weights_unchanged(W, N, K)); }
+  void weights_unchanged(const float* W, int N, int K) override {
+    GRPO_TIMED("weights_unchanged", in_.weights_unchanged(W, N, K));
+  }
   void bias_grad(const float* dY, float* db, int M, int N, float* s) override {
     GRPO_TIMED("bias_grad", in_.bias_grad(dY, db, M, N, s));
   }
@@ -87,8 +89,8 @@ class TimedOps final : public Ops {
                                  const DropoutSpec& d) override {
     GRPO_TIMED("gelu_dropout_forward", in_.bias_gelu_dropout_forward(a, b, out, M, N, d));
   }
-  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* b, float* da, float* db, int M,
-                                  int N, const DropoutSpec& d, float* s) override {
+  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* b, float* da, float* db, int M, int N,
+                                  const DropoutSpec& d, float* s) override {
     GRPO_TIMED("gelu_dropout_backward", in_.bias_gelu_dropout_backward(dout, a, b, da, db, M, N, d, s));
   }
   void rollout(const Rollout& r) override {
@@ -106,8 +108,8 @@ class TimedOps final : public Ops {
   void sample_actions(const float* l, int M, uint64_t seed, const uint32_t* e, uint32_t step, int32_t* a) override {
     GRPO_TIMED("sample_actions", in_.sample_actions(l, M, seed, e, step, a));
   }
-  void policy_loss(const float* l, const int32_t* a, const float* adv, int M, float ec, float* dl, float* lo,
-                   float* eo, float* s) override {
+  void policy_loss(const float* l, const int32_t* a, const float* adv, int M, float ec, float* dl, float* lo, float* eo,
+                   float* s) override {
     GRPO_TIMED("policy_loss", in_.policy_loss(l, a, adv, M, ec, dl, lo, eo, s));
   }
   void discounted_returns(const float* r, float* R, int T, int N, float g) override {
@@ -124,7 +126,9 @@ class TimedOps final : public Ops {
     GRPO_TIMED("adamw", in_.adamw(p, g, m, v, n, s, c));
   }
   void advance_schedule(TrainScalars* s) override { GRPO_TIMED("metrics", in_.advance_schedule(s)); }
-  void mean_f32(const float* x, int n, float* out, float* s) override { GRPO_TIMED("metrics", in_.mean_f32(x, n, out, s)); }
+  void mean_f32(const float* x, int n, float* out, float* s) override {
+    GRPO_TIMED("metrics", in_.mean_f32(x, n, out, s));
+  }
   void mean_i32(const int32_t* x, int n, float* out, float* s) override {
     GRPO_TIMED("metrics", in_.mean_i32(x, n, out, s));
   }

@@ -42,12 +42,21 @@ int run_eval(CLI::App& app, EvalState st) {
   const EvalSummary r = summarize(all);
   const char* mode = st.opt.greedy ? "greedy" : "sampled";
   if (st.json) {
-    nlohmann::ordered_json j = {{"checkpoint", st.checkpoint}, {"games", r.games},         {"policy", mode},
-                                {"max_steps", st.opt.max_steps}, {"seed", st.opt.seed},  {"catch_rate", r.catch_rate},
-                                {"mean_score", r.mean_score},  {"win_rate", r.win_rate}, {"loss_rate", r.loss_rate},
-                                {"capped_rate", r.capped_rate}, {"mean_steps", r.mean_steps}, {"caught", r.caught},
+    nlohmann::ordered_json j = {{"checkpoint", st.checkpoint},
+                                {"games", r.games},
+                                {"policy", mode},
+                                {"max_steps", st.opt.max_steps},
+                                {"seed", st.opt.seed},
+                                {"catch_rate", r.catch_rate},
+                                {"mean_score", r.mean_score},
+                                {"win_rate", r.win_rate},
+                                {"loss_rate", r.loss_rate},
+                                {"capped_rate", r.capped_rate},
+                                {"mean_steps", r.mean_steps},
+                                {"caught", r.caught},
                                 {"bottomed", r.bottomed},
-                                {"win_score", ck.config.game.win_score}, {"fail_score", ck.config.game.fail_score}};
+                                {"win_score", ck.config.game.win_score},
+                                {"fail_score", ck.config.game.fail_score}};
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%d games, %s policy, step cap %d, win at %d, loss at %d\n", r.games, mode, st.opt.max_steps,
@@ -72,7 +81,9 @@ Command add_eval_command(CLI::App& app) {
   auto* greedy = sub->add_flag("--greedy", st->opt.greedy, "take the most likely action");
   auto* sampled = sub->add_flag("--sampled", st->sampled, "sample the action from the policy (the default)");
   greedy->excludes(sampled);
-  sub->add_option("--max-steps", st->opt.max_steps, "step cap per game")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  sub->add_option("--max-steps", st->opt.max_steps, "step cap per game")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
   sub->add_option("--dropout", st->opt.dropout, "dropout while playing (the reference plays with 0.1)")
       ->check(CLI::Range(0.0, 0.999))
       ->capture_default_str();

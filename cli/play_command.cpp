@@ -60,7 +60,8 @@ int run_play(CLI::App& app, PlayState st) {
   if (g.screen_width > kMaxDrawnSide || g.screen_height > kMaxDrawnSide)
     throw UsageError("--checkpoint " + st.checkpoint + ": its " + std::to_string(g.screen_width) + " x " +
                      std::to_string(g.screen_height) + " screen is too large to draw (play draws up to " +
-                     std::to_string(kMaxDrawnSide) + " x " + std::to_string(kMaxDrawnSide) + "; grpo eval plays any size)");
+                     std::to_string(kMaxDrawnSide) + " x " + std::to_string(kMaxDrawnSide) +
+                     "; grpo eval plays any size)");
   const bool tty = isatty(fileno(stdout));
   HostPolicy policy(ck, 1);
   st.opt.games = 1;
@@ -90,7 +91,9 @@ Command add_play_command(CLI::App& app) {
   sub->add_option("--fps", st->fps, "frames per second (0: as fast as possible)")
       ->check(CLI::Range(0.0, 1000.0))
       ->capture_default_str();
-  sub->add_option("--max-steps", st->opt.max_steps, "step cap of the game")->check(CLI::Range(1, 1 << 24))->capture_default_str();
+  sub->add_option("--max-steps", st->opt.max_steps, "step cap of the game")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
   sub->add_flag("--greedy", st->opt.greedy, "take the most likely action instead of sampling one");
   sub->add_option("--dropout", st->opt.dropout, "dropout while playing (the reference plays with 0.1)")
       ->check(CLI::Range(0.0, 0.999))

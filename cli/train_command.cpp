@@ -78,7 +78,8 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (resuming) {
     ck = load_checkpoint(st.resume);
     if (!ck.has_optimizer)
-      throw UsageError("--resume " + st.resume + ": the file holds parameters only (no AdamW moments): it cannot be resumed");
+      throw UsageError("--resume " + st.resume +
+                       ": the file holds parameters only (no AdamW moments): it cannot be resumed");
     const fs::path dir = fs::path(st.resume).parent_path();
     c = resume_config(st.resume, ck, c, given, dir.empty() ? "." : dir.string());
   }
@@ -87,10 +88,13 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   const fs::path out(c.out_dir);
   std::error_code ec;
   // A resume continues the run of its own directory; anywhere else an existing run is protected.
-  const bool same_run = resuming && fs::equivalent(out, fs::path(st.resume).parent_path().empty() ? fs::path(".")
-                                                                                                   : fs::path(st.resume).parent_path(), ec);
+  const bool same_run =
+      resuming &&
+      fs::equivalent(out, fs::path(st.resume).parent_path().empty() ? fs::path(".") : fs::path(st.resume).parent_path(),
+                     ec);
   if (fs::exists(out / "metrics.jsonl") && !st.overwrite && !same_run)
-    throw UsageError("--out " + c.out_dir + " already holds a run (metrics.jsonl): choose another --out or pass --overwrite");
+    throw UsageError("--out " + c.out_dir +
+                     " already holds a run (metrics.jsonl): choose another --out or pass --overwrite");
   if (resuming && start_epoch >= uint32_t(c.total_epochs))
     throw UsageError("--resume " + st.resume + ": the checkpoint has already run " + std::to_string(start_epoch) +
                      " epochs: pass a larger --total-epochs (now " + std::to_string(c.total_epochs) + ")");
@@ -121,7 +125,8 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
     if (!metrics) throw std::runtime_error("writing " + c.metrics_path + " failed (disk full?)");
     const double eta = (c.total_epochs - 1 - double(r.m.epoch)) / std::max(r.epochs_per_s, 1e-9);
     char line[256];
-    std::snprintf(line, sizeof line, "epoch %u/%d  score %7.3f  best %7.3f  reward %7.3f  loss %9.5f  %.2f epochs/s  ETA %s",
+    std::snprintf(line, sizeof line,
+                  "epoch %u/%d  score %7.3f  best %7.3f  reward %7.3f  loss %9.5f  %.2f epochs/s  ETA %s",
                   r.m.epoch + 1, c.total_epochs, double(r.m.score), double(r.best_score), double(r.m.reward),
                   double(r.m.loss), r.epochs_per_s, duration(eta).c_str());
     if (tty)
@@ -151,9 +156,9 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   };
   hooks.stop_requested = [] { return stop_signal() != 0; };
   install_stop_handlers();
-  const TrainResult res = train_loop(c, *ex, start_epoch,
-                                     resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
-                                     resuming ? ck.best_epoch : 0, hooks);
+  const TrainResult res =
+      train_loop(c, *ex, start_epoch, resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
+                 resuming ? ck.best_epoch : 0, hooks);
   profile.finish();
   if (tty) std::fprintf(stderr, "\n");
 
@@ -162,15 +167,14 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
               res.early_stopped ? " (early stop: no better score for --patience epochs)" : "");
   if (res.nonfinite) {
     remove_stop_handlers();
-    std::fprintf(stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n",
-                 res.last_epoch,
-                 saver.last_good.empty() ? "no checkpoint was written" : ("last good checkpoint: " + saver.last_good).c_str());
+    std::fprintf(
+        stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n", res.last_epoch,
+        saver.last_good.empty() ? "no checkpoint was written" : ("last good checkpoint: " + saver.last_good).c_str());
     return 1;
   }
   // Every epoch run is consumed here: the checkpoint's best score and epoch are exact.
-  const std::string path =
-      saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors", res.best_score,
-                 res.best_epoch);
+  const std::string path = saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors",
+                                      res.best_score, res.best_epoch);
   remove_stop_handlers();
   std::printf("checkpoint %s\n", path.c_str());
   if (res.interrupted) {

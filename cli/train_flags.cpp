@@ -18,7 +18,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "Flags given explicitly override the preset")
       ->check(CLI::IsMember({"reference", "small"}))
       ->capture_default_str();
-  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")->check(plain_integer(false))->check(CLI::Range(8, 8192))->capture_default_str();
+  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")
+      ->check(plain_integer(false))
+      ->check(CLI::Range(8, 8192))
+      ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "replicas R of each start group (games = (W - 3) x R)")
       ->check(plain_integer(false))
       ->check(CLI::Range(1, 65536))
@@ -27,7 +30,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(plain_integer(false))
       ->check(CLI::Range(1, (1 << 24) - 1))
       ->capture_default_str();
-  app.add_option("--max-steps", c.max_steps, "game steps T per epoch")->check(plain_integer(false))->check(CLI::Range(1, 100000))->capture_default_str();
+  app.add_option("--max-steps", c.max_steps, "game steps T per epoch")
+      ->check(plain_integer(false))
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   app.add_option("--lr-rate", c.lr, "initial learning rate (StepLR: x0.95 every 1000 epochs)")
       ->check(CLI::Range(1e-12, 1.0))
       ->capture_default_str();
@@ -49,7 +55,8 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--backend", f.backend, "auto (cuda when a GPU answers, else host), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}))
       ->capture_default_str();
-  app.add_flag("--no-graph", f.no_graph, "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
+  app.add_flag("--no-graph", f.no_graph,
+               "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
   app.add_flag("--tf32", c.tf32, "cuda: TF32 tensor-core matrix products (relative error ~1e-3)");
   app.add_option("--out", c.out_dir, "directory for checkpoints and metrics")->capture_default_str();
   app.add_option("--metrics", c.metrics_path, "metrics file, JSON lines, one per epoch (default: OUT/metrics.jsonl)");

@@ -15,14 +15,14 @@ struct CudaError : std::runtime_error {
 
 inline void cuda_check(cudaError_t e, const char* what, const char* file, int line) {
   if (e == cudaSuccess) return;
-  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + what + " failed: " +
-                  cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + what + " failed: " + cudaGetErrorName(e) +
+                  " (" + cudaGetErrorString(e) + ")");
 }
 
 inline void cublas_check(cublasStatus_t s, const char* what, const char* file, int line) {
   if (s == CUBLAS_STATUS_SUCCESS) return;
-  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + what +
-                  " failed: cuBLAS status " + std::to_string(static_cast<int>(s)));
+  throw CudaError(std::string(file) + ":" + std::to_string(line) + ": " + what + " failed: cuBLAS status " +
+                  std::to_string(static_cast<int>(s)));
 }
 
 }  // namespace grpo

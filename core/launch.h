@@ -11,8 +11,7 @@
 namespace grpo {
 
 template <class... P, class... A>
-inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   A&&... args) {
+inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
 #if defined(__CUDACC__)
   kernel<<<grid, block, smem, stream>>>(std::forward<A>(args)...);
   CUDA_CHECK(cudaGetLastError());
@@ -31,7 +30,7 @@ inline unsigned ceil_div(size_t n, unsigned d) { return static_cast<unsigned>((n
 // (one untyped array so that kernels with different element types do not clash). SIMT: the
 // emulator's per-block arena, poisoned at block start so a read before a write shows.
 #if defined(__CUDACC__)
-#define GRPO_DYNAMIC_SHARED(T, name)                                   \
+#define GRPO_DYNAMIC_SHARED(T, name)                                  \
   extern __shared__ __align__(16) unsigned char grpo_dynamic_smem_[]; \
   T* name = reinterpret_cast<T*>(grpo_dynamic_smem_)
 #else

@@ -35,8 +35,7 @@ struct Bits4 {
 
 // Philox4x32-10 written out, for the host-only flavour where curand_kernel.h is absent.
 // Tests check it against cuRAND bit for bit wherever both exist.
-GRPO_HD Bits4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                            uint32_t k1) {
+GRPO_HD Bits4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
       k0 += 0x9E3779B9u;
@@ -59,8 +58,7 @@ GRPO_HD uint64_t rng_subsequence(Purpose p, uint32_t epoch, uint32_t index) {
 }
 
 // Four 32-bit draws for (purpose, epoch, step, index), block `block` of that stream.
-GRPO_HD Bits4 draw4(uint64_t seed, Purpose p, uint32_t epoch, uint32_t step, uint32_t index,
-                    uint32_t block = 0) {
+GRPO_HD Bits4 draw4(uint64_t seed, Purpose p, uint32_t epoch, uint32_t step, uint32_t index, uint32_t block = 0) {
   const uint64_t sub = rng_subsequence(p, epoch, index);
   const uint64_t blk = (uint64_t{step} << 32) | block;
   // cuRAND's functions are __device__-only under nvcc, so nvcc's host pass of this function
@@ -71,9 +69,9 @@ GRPO_HD Bits4 draw4(uint64_t seed, Purpose p, uint32_t epoch, uint32_t step, uin
   const uint4 r = curand4(&s);
   return {r.x, r.y, r.z, r.w};
 #else
-  return philox4x32_10(static_cast<uint32_t>(blk), static_cast<uint32_t>(blk >> 32),
-                       static_cast<uint32_t>(sub), static_cast<uint32_t>(sub >> 32),
-                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return philox4x32_10(static_cast<uint32_t>(blk), static_cast<uint32_t>(blk >> 32), static_cast<uint32_t>(sub),
+                       static_cast<uint32_t>(sub >> 32), static_cast<uint32_t>(seed),
+                       static_cast<uint32_t>(seed >> 32));
 #endif
 }
 

@@ -20,8 +20,10 @@ inline int host_isa_level() {
     if (__builtin_cpu_supports("avx2")) l = 1;
     if (l == 1 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("bmi2")) l = 2;
     if (const char* cap = std::getenv("GRPO_HOST_ISA")) {
-      if (std::strcmp(cap, "sse2") == 0) l = 0;
-      else if (std::strcmp(cap, "avx2") == 0 && l > 1) l = 1;
+      if (std::strcmp(cap, "sse2") == 0)
+        l = 0;
+      else if (std::strcmp(cap, "avx2") == 0 && l > 1)
+        l = 1;
     }
     return l;
   }();

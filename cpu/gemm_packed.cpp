@@ -90,7 +90,8 @@ void rows_panels(const float* A, int r0, int r1, const PackedB& B, const float* 
 }  // namespace
 
 void pack_transposed(const float* W, int N, int K, PackedB& out) {
-  pack(K, N, [&](int k, int n) { return W[size_t(n) * K + k]; }, W, out);
+  pack(
+      K, N, [&](int k, int n) { return W[size_t(n) * K + k]; }, W, out);
 }
 
 bool gemm(const float* A, int M, const PackedB& B, const float* bias, float* Y) {
@@ -106,8 +107,10 @@ bool gemm(const float* A, int M, const PackedB& B, const float* bias, float* Y) 
     const int g = w % groups, s = w / groups;
     rows_panels(A, s * slab, std::min(M, (s + 1) * slab), B, bias, Y, g * per, std::min(panels, (g + 1) * per));
   };
-  if (2.0 * M * B.inner * B.cols >= hostpar::kParallelFlops) hostpar::parallel_for(groups * slabs, item);
-  else for (int w = 0; w < groups * slabs; ++w) item(w);
+  if (2.0 * M * B.inner * B.cols >= hostpar::kParallelFlops)
+    hostpar::parallel_for(groups * slabs, item);
+  else
+    for (int w = 0; w < groups * slabs; ++w) item(w);
   return true;
 #else
   (void)A, (void)M, (void)B, (void)bias, (void)Y;

@@ -23,7 +23,7 @@ void transpose(const float* W, int N, int K, float* Wt) {
 #if defined(GRPO_MM_AVX512)
 namespace {
 
-constexpr int kSliceRows = 512;         // rows per partial sum of weight_grad_few_inputs
+constexpr int kSliceRows = 512;  // rows per partial sum of weight_grad_few_inputs
 
 #define GRPO_AVX512 __attribute__((target("avx512f")))
 
@@ -39,8 +39,7 @@ GRPO_AVX512 void few_outputs_rows(const float* X, const float* W, const float* b
       int k = 0;
       for (; k + 16 <= K; k += 16) {
         const __m512 xv = _mm512_loadu_ps(x + k);
-        for (int j = 0; j < nc; ++j)
-          acc[j] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(W + size_t(c0 + j) * K + k), acc[j]);
+        for (int j = 0; j < nc; ++j) acc[j] = _mm512_fmadd_ps(xv, _mm512_loadu_ps(W + size_t(c0 + j) * K + k), acc[j]);
       }
       if (k < K) {
         const __mmask16 m = tail_mask(K - k);
@@ -105,8 +104,8 @@ template <int KK>
 GRPO_AVX512 void weight_grad_slice(const float* dY, const float* X, float* P, int m0, int m1, int N, bool zero) {
   constexpr int kRows = 16;
   for (int n0 = 0; zero && n0 < N; n0 += 16)
-    for (int k = 0; k < KK; ++k) _mm512_mask_storeu_ps(P + size_t(k) * N + n0, tail_mask(std::min(16, N - n0)),
-                                                       _mm512_setzero_ps());
+    for (int k = 0; k < KK; ++k)
+      _mm512_mask_storeu_ps(P + size_t(k) * N + n0, tail_mask(std::min(16, N - n0)), _mm512_setzero_ps());
   for (int b0 = m0; b0 < m1; b0 += kRows) {
     const int b1 = std::min(m1, b0 + kRows);
     for (int n0 = 0; n0 < N; n0 += 16) {
@@ -167,8 +166,10 @@ bool weight_grad_few_inputs(const float* dY, const float* X, float* dW, int M, i
   auto slice = [&](int s) {
     fn(dY, X, P + size_t(s) * plane, s * kSliceRows, std::min(M, (s + 1) * kSliceRows), N, true);
   };
-  if (2.0 * M * N * K >= hostpar::kParallelFlops) hostpar::parallel_for(slices, slice);
-  else for (int s = 0; s < slices; ++s) slice(s);
+  if (2.0 * M * N * K >= hostpar::kParallelFlops)
+    hostpar::parallel_for(slices, slice);
+  else
+    for (int s = 0; s < slices; ++s) slice(s);
   for (int n = 0; n < N; ++n)
     for (int k = 0; k < K; ++k) {
       double acc = accumulate ? dW[size_t(n) * K + k] : 0.0;

@@ -37,7 +37,7 @@ struct Pool {
   std::atomic<int> done{0};
   ChunkFn fn = nullptr;
   void* ctx = nullptr;
-  uint64_t gen = 0;  // caller side only
+  uint64_t gen = 0;   // caller side only
   std::mutex caller;  // one job at a time; a second concurrent caller runs serially
   std::mutex m;
   std::condition_variable cv;
@@ -68,8 +68,10 @@ struct Pool {
       if (idx_of(w) >= count_of(w)) return;
       if (!word.compare_exchange_weak(w, w + 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
       run_one(idx_of(w));
-      if (!caller_side) done.fetch_add(1, std::memory_order_release);
-      else done.fetch_add(1, std::memory_order_relaxed);
+      if (!caller_side)
+        done.fetch_add(1, std::memory_order_release);
+      else
+        done.fetch_add(1, std::memory_order_relaxed);
       w = word.load(std::memory_order_acquire);
     }
   }
@@ -111,8 +113,10 @@ struct Pool {
     drain(true);
     // Every chunk is claimed; wait only for those a worker is still running.
     for (int k = 0; done.load(std::memory_order_acquire) < n; ++k) {
-      if (k < 2000) cpu_relax();
-      else std::this_thread::yield();
+      if (k < 2000)
+        cpu_relax();
+      else
+        std::this_thread::yield();
     }
     if (error) std::rethrow_exception(error);
   }

@@ -1,7 +1,7 @@
 // The host twins' thread pool (bench/README.md, "thread interplay"). An OpenMP parallel region
 // ends in a barrier, so on a shared two-core machine every region waits for a worker that the
-// scheduler has not run yet, and a small op costs many times its work. Here the calling thread claims fixed chunks itself, a persistent
-// worker claims whatever is left when it gets to run, and the caller waits only for chunks a
+// scheduler has not run yet, and a small op costs many times its work. Here the calling thread claims fixed chunks
+// itself, a persistent worker claims whatever is left when it gets to run, and the caller waits only for chunks a
 // worker actually took: with an absent worker the call costs what one thread costs.
 // Chunks are fixed index ranges, so results do not depend on who ran which chunk.
 #pragma once
@@ -18,7 +18,7 @@ using ChunkFn = void (*)(void* ctx, int chunk);
 void run_chunks(int n, ChunkFn fn, void* ctx);
 
 // Below this many FLOPs a host product runs on the calling thread: handing tiles to the worker
-// costs more than the work (matmul_host.cpp, matmul_avx512_host.cpp, gemm_packed_host.cpp).
+// costs more than the work (kernels/matmul_host.cpp, cpu/matmul_avx512.cpp, cpu/gemm_packed.cpp).
 constexpr double kParallelFlops = 4e6;
 
 // Whether the calling thread is inside a chunk of run_chunks (so anything it runs in parallel
@@ -30,7 +30,8 @@ bool in_chunk();
 template <class F>
 inline void parallel_for(int n, F&& f) {
   using Fn = std::remove_reference_t<F>;
-  run_chunks(n, [](void* c, int i) { (*static_cast<Fn*>(c))(i); }, const_cast<void*>(static_cast<const void*>(&f)));
+  run_chunks(
+      n, [](void* c, int i) { (*static_cast<Fn*>(c))(i); }, const_cast<void*>(static_cast<const void*>(&f)));
 }
 
 // parallel_for over [0, n) items in chunks of `grain` consecutive items: f(begin, end).

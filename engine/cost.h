@@ -9,11 +9,11 @@
 namespace grpo {
 
 struct EpochCost {
-  double flops;          // matrix products by the spec's count: rollout 2MP + loss forward 2MP + backward 4MP
-  double flops_executed; // what this engine runs: the loss pass reuses the rollout's trunk, so its
-                         // forward is the head alone (2 M 3 Hd): about 6MP
-  double min_bytes;      // a lower bound on DRAM traffic, see epoch_cost()
-  double rollout_steps;  // T: kernels that cannot overlap (the latency floor of the rollout)
+  double flops;           // matrix products by the spec's count: rollout 2MP + loss forward 2MP + backward 4MP
+  double flops_executed;  // what this engine runs: the loss pass reuses the rollout's trunk, so its
+                          // forward is the head alone (2 M 3 Hd): about 6MP
+  double min_bytes;       // a lower bound on DRAM traffic, see epoch_cost()
+  double rollout_steps;   // T: kernels that cannot overlap (the latency floor of the rollout)
 };
 
 inline EpochCost epoch_cost(const TrainConfig& c) {

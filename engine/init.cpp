@@ -33,11 +33,21 @@ void init_params(float* params, const ParamLayout& l, uint64_t seed) {
     const ParamTensor& t = l[i];
     float* p = params + t.offset;
     switch (i) {
-      case ParamLayout::FcInW: fill_normal(p, t.size(), 0.02, seed, i); break;
-      case ParamLayout::Fc1W: fill_normal(p, t.size(), std::sqrt(2.0 / hidden), seed, i); break;
-      case ParamLayout::FcOutW: fill_normal(p, t.size(), 0.01, seed, i); break;
-      case ParamLayout::LnGamma: fill(p, t.size(), 1.f); break;
-      default: fill(p, t.size(), 0.f); break;  // biases and beta
+      case ParamLayout::FcInW:
+        fill_normal(p, t.size(), 0.02, seed, i);
+        break;
+      case ParamLayout::Fc1W:
+        fill_normal(p, t.size(), std::sqrt(2.0 / hidden), seed, i);
+        break;
+      case ParamLayout::FcOutW:
+        fill_normal(p, t.size(), 0.01, seed, i);
+        break;
+      case ParamLayout::LnGamma:
+        fill(p, t.size(), 1.f);
+        break;
+      default:
+        fill(p, t.size(), 0.f);
+        break;  // biases and beta
     }
   }
 }

@@ -35,8 +35,7 @@ ParamViews ParamViews::over(float* slab, const ParamLayout& l) {
 }
 
 ArenaLayout::ArenaLayout(const TrainConfig& c) {
-  const size_t M = size_t(c.samples()), N = size_t(c.games()), D = size_t(c.obs_dim()),
-               H = size_t(c.hidden_size);
+  const size_t M = size_t(c.samples()), N = size_t(c.games()), D = size_t(c.obs_dim()), H = size_t(c.hidden_size);
   const int m = int(M), h = c.hidden_size;
   const ParamLayout params(c.hidden_size, c.obs_dim());
   scratch_floats = std::max({bias_grad_scratch_floats(m, kActions), layernorm_residual_backward_scratch_floats(m, h),

@@ -32,7 +32,8 @@ void Ops::policy_head_loss(const HeadLoss& h) {
 
 void Ops::loss_pass(const LossPass& l) {
   policy_head_loss(l.head);
-  policy_trunk_backward(*this, l.p, l.g, l.X, l.head.da1, l.head.M, l.D, l.head.H, l.acts, l.trunk_work, l.head.scratch);
+  policy_trunk_backward(*this, l.p, l.g, l.X, l.head.da1, l.head.M, l.D, l.head.H, l.acts, l.trunk_work,
+                        l.head.scratch);
 }
 
 void Ops::layernorm_input_backward(const LayerNormInputBackward& a) {

@@ -20,8 +20,8 @@ class Ops {
 
   // The game (env/games.h); the executor knows the game config and the replicas per group.
   virtual void games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) = 0;
-  virtual void games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch,
-                          uint32_t t, float* reward, float* obs_next) = 0;
+  virtual void games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
+                          float* reward, float* obs_next) = 0;
 
   // Row-major products with PyTorch [out, in] weights (kernels/matmul.h):
   // Y[M,N] = X[M,K] W[N,K]^T (+ b), dX[M,K] = dY[M,N] W[N,K], dW[N,K] = dY^T X (accumulate: +=).
@@ -64,15 +64,14 @@ class Ops {
   // out = dropout(gelu(a + bias)) and its backward (kernels/gelu.h, kernels/dropout.h).
   virtual void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                          const DropoutSpec& d) = 0;
-  virtual void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da,
-                                          float* dbias, int M, int N, const DropoutSpec& d, float* scratch) = 0;
+  virtual void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                          int M, int N, const DropoutSpec& d, float* scratch) = 0;
 
   // Policy head (kernels/policy_head.h).
   virtual void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                               int32_t* actions) = 0;
-  virtual void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M,
-                           float entropy_coef, float* dlogits, float* loss_out, float* entropy_out,
-                           float* scratch) = 0;
+  virtual void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+                           float* dlogits, float* loss_out, float* entropy_out, float* scratch) = 0;
 
   // The rollout (spec steps 1-2) as one op: games_reset, then T steps of policy_forward with the
   // rollout's dropout, sample_actions and games_step. Step t writes its activations into rows
@@ -82,10 +81,10 @@ class Ops {
   // step to the last on the pool's threads, with no barrier between steps (engine/host/rollout.cpp).
   struct Rollout {
     ParamViews p;
-    PolicyActs acts;  // [M, H] (M = T N)
-    float* obs;       // [M, D]: obs row t*N + g
-    int32_t* actions; // [M]
-    float* rewards;   // [M]
+    PolicyActs acts;   // [M, H] (M = T N)
+    float* obs;        // [M, D]: obs row t*N + g
+    int32_t* actions;  // [M]
+    float* rewards;    // [M]
     GamesView games;
     uint64_t seed;
     const uint32_t* epoch;
@@ -130,8 +129,7 @@ class Ops {
 
   // Returns and advantages (kernels/returns.h).
   virtual void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) = 0;
-  virtual void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
-                                    float* stats_out) = 0;
+  virtual void normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) = 0;
 
   // Optimiser (kernels/grad_norm.h, kernels/adamw.h, kernels/train_scalars.h).
   virtual void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) = 0;

@@ -21,8 +21,8 @@ void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int
   policy_head_forward(ops, p, rows, hidden, a, drop);
 }
 
-void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits,
-                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* trunk_work,
+void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits, int rows,
+                     int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* trunk_work,
                      float* scratch) {
   // Buffers are recycled as soon as they die, so the loss pass needs five [rows, hidden] arrays:
   // dh2 -> trunk_work; da1 -> h2 (dead after dW_out); then policy_trunk_backward's reuse.
@@ -42,8 +42,8 @@ void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, c
   float* dh0 = trunk_work;
   ops.linear_backward_weight(da1, a.h1, g.fc1_w, rows, hidden, hidden, false);
   ops.linear_backward_input(da1, p.fc1_w, dh1, rows, hidden, hidden);
-  Ops::LayerNormBackward ln{dh1, a.h0, p.ln_gamma, a.ln_mean, a.ln_rstd, dh0, g.ln_gamma, g.ln_beta, scratch,
-                            rows, hidden};
+  Ops::LayerNormBackward ln{dh1,        a.h0,      p.ln_gamma, a.ln_mean, a.ln_rstd, dh0,
+                            g.ln_gamma, g.ln_beta, scratch,    rows,      hidden};
   ops.layernorm_input_backward({ln, X, g.fc_in_w, obs_dim});
 }
 

@@ -22,8 +22,8 @@ void policy_head_forward(Ops& ops, const ParamViews& p, int rows, int hidden, co
 // Gradients of every parameter into g (overwritten, never accumulated) from dlogits = dL/dz.
 // Needs the forward's activations and mask (same DropoutSpec). Reuses memory, so it clobbers
 // a.a1 and a.h2; trunk_work is [rows, hidden] of scratch, scratch is the reductions' scratch.
-void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits,
-                     int rows, int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* trunk_work,
+void policy_backward(Ops& ops, const ParamViews& p, const ParamViews& g, const float* X, const float* dlogits, int rows,
+                     int obs_dim, int hidden, const PolicyActs& a, const DropoutSpec& drop, float* trunk_work,
                      float* scratch);
 
 // The backward below a1: from da1 = dL/da1 (bias included) to the gradients of fc1.weight,

@@ -21,7 +21,8 @@ void on_stop(int signo) {
   g_signal = signo;
   static const char interrupt[] =
       "\ngrpo: interrupt: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n";
-  static const char term[] = "\ngrpo: SIGTERM: finishing this epoch and writing a checkpoint (a second signal quits now)\n";
+  static const char term[] =
+      "\ngrpo: SIGTERM: finishing this epoch and writing a checkpoint (a second signal quits now)\n";
   if (signo == SIGTERM)
     (void)!write(STDERR_FILENO, term, sizeof term - 1);
   else

@@ -32,8 +32,9 @@ void TrainConfig::validate() const {
               std::to_string(int64_t{game.groups()} * batch_size) + ")");
   // Kernels index activations with 32-bit integers: keep every [M, width] tensor below 2^31.
   const int64_t widest = std::max<int64_t>(hidden_size, obs_dim());
-  require(samples() * widest < (int64_t{1} << 31),
-          "--max-steps x games x --hidden-size must stay below 2^31 elements (games = (screen width - 3) x --batch-size)");
+  require(
+      samples() * widest < (int64_t{1} << 31),
+      "--max-steps x games x --hidden-size must stay below 2^31 elements (games = (screen width - 3) x --batch-size)");
 }
 
 void TrainConfig::apply_small_preset() {
@@ -48,9 +49,12 @@ void TrainConfig::apply_small_preset() {
 
 const char* backend_name(Backend b) {
   switch (b) {
-    case Backend::Auto: return "auto";
-    case Backend::Cuda: return "cuda";
-    case Backend::Host: return "host";
+    case Backend::Auto:
+      return "auto";
+    case Backend::Cuda:
+      return "cuda";
+    case Backend::Host:
+      return "host";
   }
   return "?";
 }

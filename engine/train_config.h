@@ -14,9 +14,9 @@ struct TrainConfig {
   GameConfig game;
   // Network and algorithm (docs/spec/training.md). Defaults: the reference's command line.
   int hidden_size = 2048;
-  int batch_size = 32;      // R: replicas per start group; N = groups * R games per epoch
+  int batch_size = 32;  // R: replicas per start group; N = groups * R games per epoch
   int total_epochs = 2000;
-  int max_steps = 100;      // T
+  int max_steps = 100;  // T
   float lr = 1e-4f;
   float dropout = 0.1f;
   float gamma = 0.99f;
@@ -24,23 +24,23 @@ struct TrainConfig {
   float max_grad_norm = 1.0f;
   float weight_decay = 1e-5f;
   // The run.
-  int patience = 500;                  // 0 disables early stopping
-  int checkpoint_every = 200;          // --save-checkpoint-per-num-epoch; -1: only at the end
+  int patience = 500;          // 0 disables early stopping
+  int checkpoint_every = 200;  // --save-checkpoint-per-num-epoch; -1: only at the end
   uint64_t seed = 42;
   Backend backend = Backend::Auto;
-  bool use_graph = true;               // false: --no-graph (eager, per-phase NVTX ranges)
+  bool use_graph = true;  // false: --no-graph (eager, per-phase NVTX ranges)
   bool tf32 = false;
   std::string out_dir = "runs/latest";
-  std::string metrics_path;            // empty: OUT/metrics.jsonl
+  std::string metrics_path;  // empty: OUT/metrics.jsonl
   // --profile-epochs A:B: cudaProfilerStart before epoch A, cudaProfilerStop after epoch B
   // (tools/profile_nsys); -1: off. Only the CUDA executor has anything to profile.
   int profile_first = -1;
   int profile_last = -1;
 
   static constexpr int64_t kMaxGames = int64_t{1} << 24;
-  int games() const { return game.groups() * batch_size; }            // N (validate() bounds it first)
-  int64_t samples() const { return int64_t{max_steps} * games(); }    // M = T * N
-  int obs_dim() const { return game.obs_dim(); }                       // D
+  int games() const { return game.groups() * batch_size; }          // N (validate() bounds it first)
+  int64_t samples() const { return int64_t{max_steps} * games(); }  // M = T * N
+  int obs_dim() const { return game.obs_dim(); }                    // D
   // Throws UsageError naming the flag and its accepted range.
   void validate() const;
   // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).

@@ -12,8 +12,8 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 }  // namespace
 
-TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch, float best_score,
-                       uint32_t best_epoch, const TrainHooks& hooks) {
+TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch, float best_score, uint32_t best_epoch,
+                       const TrainHooks& hooks) {
   TrainResult r;
   r.first_epoch = start_epoch;
   r.best_score = best_score;
@@ -77,18 +77,18 @@ TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch,
 std::string metrics_json(const EpochReport& r, const TrainConfig& c) {
   const double steps_per_epoch = double(c.games()) * c.max_steps;
   nlohmann::ordered_json j = {{"epoch", r.m.epoch},
-                      {"score", r.m.score},
-                      {"reward", r.m.reward},
-                      {"loss", r.m.loss},
-                      {"lr", r.m.lr},
-                      {"grad_norm", r.m.grad_norm},
-                      {"clip_scale", r.m.clip_scale},
-                      {"nonfinite", r.m.nonfinite != 0},
-                      {"skipped_updates", r.m.skipped_updates},
-                      {"best_score", r.best_score},
-                      {"epoch_seconds", r.seconds},
-                      {"epochs_per_s", r.epochs_per_s},
-                      {"game_steps_per_s", steps_per_epoch * r.epochs_per_s}};
+                              {"score", r.m.score},
+                              {"reward", r.m.reward},
+                              {"loss", r.m.loss},
+                              {"lr", r.m.lr},
+                              {"grad_norm", r.m.grad_norm},
+                              {"clip_scale", r.m.clip_scale},
+                              {"nonfinite", r.m.nonfinite != 0},
+                              {"skipped_updates", r.m.skipped_updates},
+                              {"best_score", r.best_score},
+                              {"epoch_seconds", r.seconds},
+                              {"epochs_per_s", r.epochs_per_s},
+                              {"game_steps_per_s", steps_per_epoch * r.epochs_per_s}};
   // JSON has no NaN or Infinity: a non-finite value is written as null.
   for (auto& [k, v] : j.items())
     if (v.is_number_float() && !std::isfinite(v.get<double>())) v = nullptr;

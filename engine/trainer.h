@@ -13,9 +13,9 @@
 namespace grpo {
 
 struct EpochReport {
-  TrainScalars m;          // the epoch's metrics snapshot (m.epoch, m.score, m.loss, ...)
-  double seconds;          // wall time of this epoch as seen by the host
-  double epochs_per_s;     // over the run so far
+  TrainScalars m;       // the epoch's metrics snapshot (m.epoch, m.score, m.loss, ...)
+  double seconds;       // wall time of this epoch as seen by the host
+  double epochs_per_s;  // over the run so far
   float best_score;
   uint32_t best_epoch;
 };
@@ -32,9 +32,9 @@ struct TrainResult {
 };
 
 struct TrainHooks {
-  std::function<void(const EpochReport&)> on_epoch;          // metrics line, progress
-  std::function<void(const EpochReport&)> on_best;           // a new best score
-  std::function<bool()> stop_requested;                     // e.g. SIGINT
+  std::function<void(const EpochReport&)> on_epoch;  // metrics line, progress
+  std::function<void(const EpochReport&)> on_best;   // a new best score
+  std::function<bool()> stop_requested;              // e.g. SIGINT
   // Periodic checkpoints. Before launching epoch e (> the first epoch of this call) the loop asks
   // checkpoint_due(e); if true it first drains the pipeline (reads epoch e-1's metrics, which may
   // stop the run) and then calls on_checkpoint(r) while the executor holds exactly the state
@@ -48,8 +48,8 @@ struct TrainHooks {
 
 // Runs epochs from the executor's current state until total_epochs, early stop, a non-finite
 // loss or gradient, or a stop request.
-TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch, float best_score,
-                       uint32_t best_epoch, const TrainHooks& hooks);
+TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch, float best_score, uint32_t best_epoch,
+                       const TrainHooks& hooks);
 
 // One JSON object (no newline) with the epoch's metrics, for --metrics.
 std::string metrics_json(const EpochReport& r, const TrainConfig& c);

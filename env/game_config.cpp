@@ -8,8 +8,7 @@ namespace grpo {
 
 namespace {
 void require(bool ok, const char* flag, const std::string& range, long long got) {
-  if (!ok)
-    throw UsageError(std::string(flag) + " must be " + range + " (got " + std::to_string(got) + ")");
+  if (!ok) throw UsageError(std::string(flag) + " must be " + range + " (got " + std::to_string(got) + ")");
 }
 }  // namespace
 
@@ -17,8 +16,8 @@ void GameConfig::validate() const {
   const std::string side = std::to_string(kMaxScreenSide);
   require(screen_width >= 4 && screen_width <= kMaxScreenSide, "--screen-width",
           "in [4, " + side + "] (at least one start group needs W >= 4)", screen_width);
-  require(screen_height >= 2 && screen_height <= kMaxScreenSide, "--screen-height",
-          "in [2, " + side + "]", screen_height);
+  require(screen_height >= 2 && screen_height <= kMaxScreenSide, "--screen-height", "in [2, " + side + "]",
+          screen_height);
   require(sprite_width >= 1 && sprite_width <= screen_width, "--sprite-width",
           "in [1, --screen-width = " + std::to_string(screen_width) + "]", sprite_width);
   require(max_fruits >= 1 && max_fruits <= kMaxFruitSlots, "--max-fruits",

@@ -85,8 +85,8 @@ size_t games_state_bytes(const GameConfig& cfg, int n_games);
 GamesView make_games_view(const GameConfig& cfg, int n_games, void* block);
 
 // Draws for game `game` at step t, from the mapping above.
-GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, uint32_t epoch,
-                              uint32_t t, uint32_t game) {
+GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, uint32_t epoch, uint32_t t,
+                              uint32_t game) {
   StepDraws d;
   uint32_t w[4 * ((kMaxFruitSlots + 1 + 3) / 4)];
   GRPO_UNROLL
@@ -140,8 +140,8 @@ struct ExplicitDrawSource {
 // Game g: one step with actions[g], reward[g], and (when obs_next is not null) its observation
 // row. The body of both the step kernel and the host loop.
 template <class Draws>
-GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions,
-                           const Draws& draws, uint32_t t, float* reward_out, float* obs_next) {
+GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions, const Draws& draws,
+                           uint32_t t, float* reward_out, float* obs_next) {
   const GameState before = v.load(g);
   const StepResult r = step(cfg, before, actions[g], draws(g));
   v.store(g, r.state);
@@ -164,8 +164,8 @@ void check_games_args(const GameConfig& cfg, const GamesView& view, int replicas
 
 // ---- Host executor (grpo_core). view.n must be cfg.groups() * replicas for a reset. ----
 // Starts every game of an epoch; writes the n x obs_dim observations (row-major) to obs.
-void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed,
-                      const uint32_t* epoch, float* obs);
+void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed, const uint32_t* epoch,
+                      float* obs);
 // Steps every game with actions[g] in {0, 1, 2} and the Philox draws of step t; writes reward[g]
 // (t == 0: the first-step formula) and, if obs_next is not null, the observations after the step.
 void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions, uint64_t seed,
@@ -175,21 +175,19 @@ void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t
 void games_step_rows_host(const GameConfig& cfg, const GamesView& view, int g0, int g1, const int32_t* actions,
                           uint64_t seed, const uint32_t* epoch, uint32_t t, float* reward, float* obs_next);
 // The same with explicit draws: coins[n], spawn_x[n * max_fruits].
-void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
-                              const float* coins, const int32_t* spawn_x, uint32_t t, float* reward,
-                              float* obs_next);
+void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions, const float* coins,
+                              const int32_t* spawn_x, uint32_t t, float* reward, float* obs_next);
 
 #if defined(GRPO_HAVE_CUDA)
 // ---- Device executor (grpo_cuda, env/games.cu): the same contracts, one thread per game, every
 // pointer a device pointer (epoch included), asynchronous on `stream`, capturable in a graph.
-void games_reset_cuda(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed,
-                      const uint32_t* epoch, float* obs, cudaStream_t stream = nullptr);
+void games_reset_cuda(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed, const uint32_t* epoch,
+                      float* obs, cudaStream_t stream = nullptr);
 void games_step_cuda(const GameConfig& cfg, const GamesView& view, const int32_t* actions, uint64_t seed,
-                     const uint32_t* epoch, uint32_t t, float* reward, float* obs_next,
-                     cudaStream_t stream = nullptr);
-void games_step_explicit_cuda(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
-                              const float* coins, const int32_t* spawn_x, uint32_t t, float* reward,
-                              float* obs_next, cudaStream_t stream = nullptr);
+                     const uint32_t* epoch, uint32_t t, float* reward, float* obs_next, cudaStream_t stream = nullptr);
+void games_step_explicit_cuda(const GameConfig& cfg, const GamesView& view, const int32_t* actions, const float* coins,
+                              const int32_t* spawn_x, uint32_t t, float* reward, float* obs_next,
+                              cudaStream_t stream = nullptr);
 #endif
 
 }  // namespace grpo

@@ -16,8 +16,8 @@ size_t padded(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 void check_games_args(const GameConfig& cfg, const GamesView& v, int replicas) {
   if (v.max_fruits != cfg.max_fruits || v.n < 0)
-    throw std::invalid_argument("games view built for max_fruits " + std::to_string(v.max_fruits) +
-                                ", config has " + std::to_string(cfg.max_fruits));
+    throw std::invalid_argument("games view built for max_fruits " + std::to_string(v.max_fruits) + ", config has " +
+                                std::to_string(cfg.max_fruits));
   if (replicas != 0 && (replicas < 1 || v.n != cfg.groups() * replicas))
     throw std::invalid_argument("games_reset: view holds " + std::to_string(v.n) + " games, expected " +
                                 std::to_string(cfg.groups()) + " groups x " + std::to_string(replicas));
@@ -52,8 +52,8 @@ GamesView make_games_view(const GameConfig& cfg, int n_games, void* block) {
   return v;
 }
 
-void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed,
-                      const uint32_t* epoch, float* obs) {
+void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed, const uint32_t* epoch,
+                      float* obs) {
   check_games_args(cfg, view, replicas < 1 ? -1 : replicas);
   const uint32_t e = *epoch;
 #pragma omp parallel for schedule(static) if (view.n >= kParallelGames)
@@ -76,9 +76,8 @@ void games_step_rows_host(const GameConfig& cfg, const GamesView& view, int g0, 
   for (int g = g0; g < g1; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
 }
 
-void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions,
-                              const float* coins, const int32_t* spawn_x, uint32_t t, float* reward_out,
-                              float* obs_next) {
+void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions, const float* coins,
+                              const int32_t* spawn_x, uint32_t t, float* reward_out, float* obs_next) {
   check_games_args(cfg, view);
   const ExplicitDrawSource draws{cfg.max_fruits, coins, spawn_x};
 #pragma omp parallel for schedule(static) if (view.n >= kParallelGames)

@@ -82,14 +82,10 @@ GameConfig parse_game(const json& j) {
   const struct {
     const char* key;
     int* dst;
-  } fields[] = {{"screen_width", &cfg.screen_width},
-                {"screen_height", &cfg.screen_height},
-                {"sprite_width", &cfg.sprite_width},
-                {"max_fruits", &cfg.max_fruits},
-                {"min_fruits", &cfg.min_fruits},
-                {"min_interval_steps", &cfg.min_interval_steps},
-                {"win_score", &cfg.win_score},
-                {"fail_score", &cfg.fail_score}};
+  } fields[] = {{"screen_width", &cfg.screen_width}, {"screen_height", &cfg.screen_height},
+                {"sprite_width", &cfg.sprite_width}, {"max_fruits", &cfg.max_fruits},
+                {"min_fruits", &cfg.min_fruits},     {"min_interval_steps", &cfg.min_interval_steps},
+                {"win_score", &cfg.win_score},       {"fail_score", &cfg.fail_score}};
   for (const auto& f : fields) {
     auto it = j.find(f.key);
     if (it == j.end()) continue;

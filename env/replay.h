@@ -68,5 +68,4 @@ void replay_cuda(const ReplayDocument& doc, const ReplayEmit& emit);  // env/rep
 // Parses `in`, runs it on `backend` and writes one line per step to `out`.
 void run_replay(std::istream& in, std::ostream& out, ReplayBackend backend);
 
-
 }  // namespace grpo

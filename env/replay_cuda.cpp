@@ -53,8 +53,8 @@ void replay_cuda(const ReplayDocument& doc, const ReplayEmit& emit) {
     actions.upload(s.actions.data());
     coins.upload(s.coins.data());
     spawn_x.upload(s.spawn_x.data());
-    games_step_explicit_cuda(cfg, v, actions.get(), coins.get(), spawn_x.get(), static_cast<uint32_t>(t),
-                             reward.get(), obs.get());
+    games_step_explicit_cuda(cfg, v, actions.get(), coins.get(), spawn_x.get(), static_cast<uint32_t>(t), reward.get(),
+                             obs.get());
     CUDA_CHECK(cudaDeviceSynchronize());
     download(f.observations, obs.get(), n * d);
     download(f.reward, reward.get(), n);

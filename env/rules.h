@@ -25,21 +25,21 @@ namespace grpo {
 enum Action : int32_t { kLeft = 0, kStay = 1, kRight = 2 };
 
 struct GameState {
-  int32_t sprite_x;                  // [0, W-1]
-  uint32_t active;                   // bit i set: slot i holds a falling fruit
-  int32_t fruit_x[kMaxFruitSlots];   // kept when a fruit is deactivated (spec: not cleared)
+  int32_t sprite_x;                 // [0, W-1]
+  uint32_t active;                  // bit i set: slot i holds a falling fruit
+  int32_t fruit_x[kMaxFruitSlots];  // kept when a fruit is deactivated (spec: not cleared)
   int32_t fruit_y[kMaxFruitSlots];
-  int32_t score;                     // caught - missed
+  int32_t score;  // caught - missed
   int32_t steps;
-  int32_t bottomed;                  // fruits that reached the bottom row or left the screen
-  int32_t caught;                    // not in the spec's state; evaluation's catch rate needs it
+  int32_t bottomed;  // fruits that reached the bottom row or left the screen
+  int32_t caught;    // not in the spec's state; evaluation's catch rate needs it
 };
 
 // The random numbers one step may consume. The coin is a float32 (the type the engine draws;
 // `grpo replay` rounds its input coins to float32 before the u > 0.5 test).
 struct StepDraws {
-  float coin;                        // u in [0, 1)
-  int32_t spawn_x[kMaxFruitSlots];   // x'_j in [0, W-1]; only the first max_fruits are read
+  float coin;                       // u in [0, 1)
+  int32_t spawn_x[kMaxFruitSlots];  // x'_j in [0, W-1]; only the first max_fruits are read
 };
 
 struct StepEvents {
@@ -190,8 +190,7 @@ GRPO_HD float reward_first(int32_t score, int32_t bottomed) {
 // t >= 1: from the score change d = score_t - score_{t-1}.
 GRPO_HD float reward_later(int32_t score_before, int32_t score_after) {
   const int32_t d = score_after - score_before;
-  const double r =
-      add_rn(add_rn(add_rn(static_cast<double>(d > 0 ? d : 0), mul_rn(0.5, d < 0 ? d : 0)), -0.01), 0.05);
+  const double r = add_rn(add_rn(add_rn(static_cast<double>(d > 0 ? d : 0), mul_rn(0.5, d < 0 ? d : 0)), -0.01), 0.05);
   return clamp_reward(r);
 }
 

@@ -16,8 +16,8 @@ __global__ void finish_kernel(const float* partial, unsigned chunks, int N, floa
 
 void finish_cuda(const float* partial, unsigned chunks, int N, float* out0, float* out1, cudaStream_t stream) {
   if (N <= 0) return;
-  launch(finish_kernel, dim3(ceil_div(size_t(N), 128), out1 ? 2 : 1), dim3(128), 0, stream, partial, chunks, N,
-         out0, out1);
+  launch(finish_kernel, dim3(ceil_div(size_t(N), 128), out1 ? 2 : 1), dim3(128), 0, stream, partial, chunks, N, out0,
+         out1);
 }
 
 }  // namespace grpo::colsum

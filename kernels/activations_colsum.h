@@ -12,16 +12,18 @@
 
 namespace grpo::colsum {
 
-constexpr unsigned kTileCols = 128;  // 32 lanes x 4 columns (one float4 each)
-constexpr unsigned kWarps = 8;       // rows in flight per block (256 threads)
-constexpr unsigned kMaxChunks = 256; // caps scratch at 256 * N floats per accumulated quantity
+constexpr unsigned kTileCols = 128;   // 32 lanes x 4 columns (one float4 each)
+constexpr unsigned kWarps = 8;        // rows in flight per block (256 threads)
+constexpr unsigned kMaxChunks = 256;  // caps scratch at 256 * N floats per accumulated quantity
 
 // Rows per chunk: at least 32, a multiple of kWarps, at most kMaxChunks chunks.
 inline unsigned rows_per_chunk(size_t M) {
   size_t r = std::max<size_t>(32, (M + kMaxChunks - 1) / kMaxChunks);
   return unsigned((r + kWarps - 1) / kWarps * kWarps);
 }
-inline unsigned chunks(size_t M) { return unsigned(std::max<size_t>(1, (M + rows_per_chunk(M) - 1) / rows_per_chunk(M))); }
+inline unsigned chunks(size_t M) {
+  return unsigned(std::max<size_t>(1, (M + rows_per_chunk(M) - 1) / rows_per_chunk(M)));
+}
 
 #if defined(GRPO_HAVE_CUDA)
 // Stage 2: out_a[col] = sum over chunks of partial[(a * chunks + chunk) * N + col], chunk in

@@ -51,8 +51,8 @@ void adamw_cuda(float* params, const float* grads, float* m, float* v, size_t n,
   const size_t n4 = n / 4;
   size_t blocks = (n4 + kAdamWThreads - 1) / kAdamWThreads;
   blocks = blocks < 1 ? 1 : (blocks > kAdamWMaxBlocks ? kAdamWMaxBlocks : blocks);
-  launch(adamw_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAdamWThreads), 0, stream, params, grads, m,
-         v, n, s, cfg);
+  launch(adamw_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAdamWThreads), 0, stream, params, grads, m, v, n, s,
+         cfg);
 }
 
 }  // namespace grpo

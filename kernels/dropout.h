@@ -39,8 +39,8 @@ GRPO_HD float dropout_scale(float p) { return 1.f / (1.f - p); }
 
 // Keep bits of columns 4*group .. 4*group+3 of `row` (bit k for column 4*group + k): one Philox
 // call serves four neighbouring columns, which is also what a float4 access touches.
-GRPO_HD unsigned dropout_keep4(float p, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t step,
-                               uint32_t row, uint32_t group) {
+GRPO_HD unsigned dropout_keep4(float p, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t step, uint32_t row,
+                               uint32_t group) {
   if (p == 0.f) return 0xFu;  // every u >= 0: skip the draw
   const Bits4 b = draw4(seed, purpose, epoch, step, row, group);
   return unsigned(bits_to_uniform(b.x) >= p) | unsigned(bits_to_uniform(b.y) >= p) << 1 |
@@ -48,8 +48,8 @@ GRPO_HD unsigned dropout_keep4(float p, uint64_t seed, Purpose purpose, uint32_t
 }
 
 // Whether element (row, col) is kept. `epoch` is the value, already read through spec.epoch.
-GRPO_HD bool dropout_keep(float p, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t step,
-                          uint32_t row, uint32_t col) {
+GRPO_HD bool dropout_keep(float p, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t step, uint32_t row,
+                          uint32_t col) {
   return (dropout_keep4(p, seed, purpose, epoch, step, row, col / 4) >> (col % 4)) & 1u;
 }
 

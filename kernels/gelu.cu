@@ -65,15 +65,14 @@ void bias_gelu_dropout_forward_cuda(const float* a, const float* bias, float* ou
   if (M == 0 || N == 0) return;
   const bool vec = N % 4 == 0 && aligned16(a) && aligned16(bias) && aligned16(out);
   const size_t threads = size_t(M) * ((N + 3) / 4);
-  launch(bias_gelu_dropout_forward_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, a, bias, out, M, N,
-         spec, vec);
+  launch(bias_gelu_dropout_forward_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, a, bias, out, M, N, spec,
+         vec);
 }
 
 // Moves 12*M*N bytes (dout and a in, da out) plus the partial sums: 8 * chunks * N (written,
 // then read by stage 2), chunks <= 256.
-void bias_gelu_dropout_backward_cuda(const float* dout, const float* a, const float* bias, float* da,
-                                     float* dbias, int M, int N, const DropoutSpec& spec, float* scratch,
-                                     cudaStream_t stream) {
+void bias_gelu_dropout_backward_cuda(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                     int M, int N, const DropoutSpec& spec, float* scratch, cudaStream_t stream) {
   check_dropout(spec, "bias_gelu_dropout_backward_cuda");
   if (M < 0 || N < 0) throw std::invalid_argument("bias_gelu_dropout_backward_cuda: negative shape");
   if (N == 0) return;

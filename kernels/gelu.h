@@ -43,17 +43,16 @@ inline size_t bias_gelu_dropout_backward_scratch_floats(int M, int N) {
 
 void bias_gelu_dropout_forward_host(const float* a, const float* bias, float* out, int M, int N,
                                     const DropoutSpec& spec);
-void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da,
-                                     float* dbias, int M, int N, const DropoutSpec& spec, float* scratch);
+void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                     int M, int N, const DropoutSpec& spec, float* scratch);
 // Host only: rows [r0, r1) of the forward (mask rows as in the whole call), on the calling thread.
 void bias_gelu_dropout_forward_rows_host(const float* a, const float* bias, float* out, int r0, int r1, int N,
                                          const DropoutSpec& spec);
 #if defined(GRPO_HAVE_CUDA)
 void bias_gelu_dropout_forward_cuda(const float* a, const float* bias, float* out, int M, int N,
                                     const DropoutSpec& spec, cudaStream_t stream);
-void bias_gelu_dropout_backward_cuda(const float* dout, const float* a, const float* bias, float* da,
-                                     float* dbias, int M, int N, const DropoutSpec& spec, float* scratch,
-                                     cudaStream_t stream);
+void bias_gelu_dropout_backward_cuda(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                     int M, int N, const DropoutSpec& spec, float* scratch, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

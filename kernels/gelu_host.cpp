@@ -1,5 +1,5 @@
 // Host twins of gelu.cu, written for speed (the host executor trains on them): rows in parallel,
-// a vectorised GELU over column chunks (gelu_fast_host.h), masks from dropout_fast_host.h.
+// a vectorised GELU over column chunks (kernels/gelu_vec_host.h), masks from dropout_fast_host.h.
 // dbias uses the kernels' deterministic two-stage layout (activations_colsum.h): float partial
 // sums per fixed row chunk in the caller's scratch, then chunks added in order in double, so the
 // result does not depend on the thread count. scratch == nullptr (tests) allocates instead.
@@ -9,7 +9,7 @@
 
 #include "kernels/dropout_fast_host.h"
 #include "kernels/gelu.h"
-#include "cpu/gelu_fast.h"
+#include "kernels/gelu_vec_host.h"
 #include "cpu/parallel.h"
 
 namespace grpo {
@@ -88,8 +88,8 @@ void bias_gelu_dropout_forward_rows_host(const float* a, const float* bias, floa
   forward_rows(a, bias, out, r0, r1, N, spec, spec.p > 0.f ? *spec.epoch : 0u);
 }
 
-void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da,
-                                     float* dbias, int M, int N, const DropoutSpec& spec, float* scratch) {
+void bias_gelu_dropout_backward_host(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                     int M, int N, const DropoutSpec& spec, float* scratch) {
   check_dropout(spec, "bias_gelu_dropout_backward_host");
   check_shape(M, N, "bias_gelu_dropout_backward_host");
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
@@ -103,8 +103,10 @@ void bias_gelu_dropout_backward_host(const float* dout, const float* a, const fl
     backward_rows(dout, a, bias, da, scratch + size_t(ch) * N, int(ch * rows), std::min<int>(M, int((ch + 1) * rows)),
                   N, spec, epoch);
   };
-  if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
-  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
+  if (double(M) * N >= hostmath::kParallelElements)
+    hostpar::parallel_for(int(chunks), chunk);
+  else
+    for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
   for (int c = 0; c < N; ++c) {
     double s = 0;
     for (unsigned ch = 0; ch < chunks; ++ch) s += scratch[size_t(ch) * N + c];

@@ -1,4 +1,4 @@
-// Vectorised tanh-GELU of gelu_fast_host.h: one generic body over GCC vector extensions,
+// Vectorised tanh-GELU of kernels/gelu_vec_host.h: one generic body over GCC vector extensions,
 // instantiated four lanes wide (SSE2, the build's baseline) and eight wide in a function
 // compiled for AVX2 and picked at run time (as dropout_host.cpp does for Philox). No FMA in
 // either (target "avx2" alone never contracts), so both give the same bits.
@@ -7,7 +7,7 @@
 
 #include "cpu/features.h"
 #include "kernels/gelu.h"
-#include "cpu/gelu_fast.h"
+#include "kernels/gelu_vec_host.h"
 
 namespace grpo::hostmath {
 
@@ -77,7 +77,8 @@ GRPO_INLINE void store_v(float* p, V v, int count) {
 
 template <class V, class I>
 GRPO_INLINE void gelu_body(const float* x, float* g, int n) {
-  for_each_v<V>(n, x, [&](int i, V v, int count) { store_v(g + i, 0.5f * v * (1.f + tanh_v<V, I>(tanh_arg(v))), count); });
+  for_each_v<V>(n, x,
+                [&](int i, V v, int count) { store_v(g + i, 0.5f * v * (1.f + tanh_v<V, I>(tanh_arg(v))), count); });
 }
 
 template <class V, class I>

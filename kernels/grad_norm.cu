@@ -46,8 +46,7 @@ __global__ void __launch_bounds__(kGradNormThreads)
 }
 
 __global__ void __launch_bounds__(kGradNormThreads)
-    grad_norm_finish_kernel(const double* __restrict__ partials, unsigned count, float max_norm,
-                            TrainScalars* s) {
+    grad_norm_finish_kernel(const double* __restrict__ partials, unsigned count, float max_norm, TrainScalars* s) {
   double acc = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
   const double sum = block_sum_double(acc);
@@ -65,8 +64,8 @@ void grad_norm_cuda(const float* grads, size_t n, TrainScalars* s, float max_nor
   const unsigned blocks = grad_norm_blocks(n);
   double* partials = reinterpret_cast<double*>(scratch);
   launch(grad_norm_partial_kernel, dim3(blocks), dim3(kGradNormThreads), 0, stream, grads, n, partials);
-  launch(grad_norm_finish_kernel, dim3(1), dim3(kGradNormThreads), 0, stream,
-         static_cast<const double*>(partials), blocks, max_norm, s);
+  launch(grad_norm_finish_kernel, dim3(1), dim3(kGradNormThreads), 0, stream, static_cast<const double*>(partials),
+         blocks, max_norm, s);
 }
 
 }  // namespace grpo

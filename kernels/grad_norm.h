@@ -56,8 +56,7 @@ void grad_norm_host(const float* grads, size_t n, TrainScalars* s, float max_nor
 
 #if defined(GRPO_HAVE_CUDA)
 // grads, s and scratch are device pointers; two kernels in `stream`.
-void grad_norm_cuda(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch,
-                    cudaStream_t stream);
+void grad_norm_cuda(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

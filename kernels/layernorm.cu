@@ -15,8 +15,8 @@ namespace grpo {
 namespace {
 
 constexpr unsigned kFull = 0xFFFFFFFFu;
-constexpr int kBlock = 256;          // threads per block in both layouts
-constexpr int kWarpRowMaxN = 1024;   // up to here a warp per row (<= 8 float4 per lane)
+constexpr int kBlock = 256;         // threads per block in both layouts
+constexpr int kWarpRowMaxN = 1024;  // up to here a warp per row (<= 8 float4 per lane)
 
 struct Welford {
   float n, mean, m2;
@@ -45,8 +45,8 @@ template <int kRowThreads>
 __device__ __forceinline__ Welford row_welford(Welford w) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
-    w = welford_merge(w, {__shfl_down_sync(kFull, w.n, o), __shfl_down_sync(kFull, w.mean, o),
-                          __shfl_down_sync(kFull, w.m2, o)});
+    w = welford_merge(
+        w, {__shfl_down_sync(kFull, w.n, o), __shfl_down_sync(kFull, w.mean, o), __shfl_down_sync(kFull, w.m2, o)});
   if constexpr (kRowThreads == 32) {
     return {__shfl_sync(kFull, w.n, 0), __shfl_sync(kFull, w.mean, 0), __shfl_sync(kFull, w.m2, 0)};
   } else {
@@ -204,8 +204,8 @@ void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const 
     launch(layernorm_residual_forward_kernel<32>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0, stream, h0,
            gamma, beta, h1, mean, rstd, M, N, vec);
   else
-    launch(layernorm_residual_forward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock), row_smem_bytes<kBlock>(),
-           stream, h0, gamma, beta, h1, mean, rstd, M, N, vec);
+    launch(layernorm_residual_forward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock), row_smem_bytes<kBlock>(), stream,
+           h0, gamma, beta, h1, mean, rstd, M, N, vec);
 }
 
 // Moves 12*M*N + 8*M bytes in the row kernel (dh1 and h0 in, dh0 out; second pass from L1/L2),

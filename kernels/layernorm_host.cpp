@@ -1,5 +1,5 @@
 // Host twins of layernorm.cu, written for speed (the host executor trains on them): rows in
-// parallel, GELU once per element per pass through the vectorised gelu_fast_host.h, row
+// parallel, GELU once per element per pass through the vectorised kernels/gelu_vec_host.h, row
 // statistics by two passes in double (as exact as Welford, without its serial divisions).
 // dgamma/dbeta use the kernels' two-stage layout (activations_colsum.h): float partial sums per
 // fixed row chunk in the caller's scratch, chunks added in order in double, so the result does
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/gelu_fast.h"
+#include "kernels/gelu_vec_host.h"
 #include "cpu/parallel.h"
 #include "kernels/layernorm.h"
 #include "cpu/matmul_avx512.h"
@@ -85,7 +85,7 @@ GRPO_LN_CLONES void backward_rows(const float* dh1, const float* h0, const float
   }
 }
 
-// pw[D, N] += dh0[rows, N]^T x[rows, D] without AVX-512 (the AVX-512 path is in matmul_avx512_host).
+// pw[D, N] += dh0[rows, N]^T x[rows, D] without AVX-512 (the AVX-512 path is in cpu/matmul_avx512.cpp).
 GRPO_LN_CLONES void add_outer_rows(const float* dh0, const float* x, float* pw, int rows, int N, int D) {
   for (int r = 0; r < rows; ++r)
     for (int k = 0; k < D; ++k) {
@@ -108,8 +108,10 @@ void finish_columns(const float* part, unsigned chunks, size_t stride, int cols,
     }
   };
   const int blocks = (cols + block - 1) / block;
-  if (double(cols) * chunks >= hostmath::kParallelElements) hostpar::parallel_for(blocks, run);
-  else for (int b = 0; b < blocks; ++b) run(b);
+  if (double(cols) * chunks >= hostmath::kParallelElements)
+    hostpar::parallel_for(blocks, run);
+  else
+    for (int b = 0; b < blocks; ++b) run(b);
 }
 
 }  // namespace
@@ -132,15 +134,17 @@ void layernorm_residual_backward_host(const float* dh1, const float* h0, const f
     scratch = own.data();
   }
   auto chunk = [&](int ch) {
-    float* pg = scratch + size_t(ch) * N;             // partial dgamma of this chunk
-    float* pb = scratch + size_t(chunks + ch) * N;    // partial dbeta
+    float* pg = scratch + size_t(ch) * N;           // partial dgamma of this chunk
+    float* pb = scratch + size_t(chunks + ch) * N;  // partial dbeta
     std::fill(pg, pg + N, 0.f);
     std::fill(pb, pb + N, 0.f);
     const int r0 = int(ch * rows), r1 = std::min<int>(M, int((ch + 1) * rows));
     backward_rows(dh1, h0, gamma, mean, rstd, dh0 + size_t(r0) * N, size_t(N), pg, pb, r0, r1, N);
   };
-  if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
-  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
+  if (double(M) * N >= hostmath::kParallelElements)
+    hostpar::parallel_for(int(chunks), chunk);
+  else
+    for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
   for (int c = 0; c < N; ++c) {
     double sg = 0, sb = 0;
     for (unsigned ch = 0; ch < chunks; ++ch) {
@@ -176,8 +180,10 @@ void layernorm_input_backward_host(const float* dh1, const float* h0, const floa
         add_outer_rows(block.data(), x, pw, b1 - b0, N, D);
     }
   };
-  if (double(M) * N >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
-  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
+  if (double(M) * N >= hostmath::kParallelElements)
+    hostpar::parallel_for(int(chunks), chunk);
+  else
+    for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
   thread_local std::vector<float> total;  // dgamma, dbeta, dW_in transposed [D, N]; grows once
   if (total.size() < stride) total.resize(stride);
   finish_columns(partial, chunks, stride, int(stride), total.data());

@@ -84,7 +84,8 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
 
 void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
                 int ldc, bool accumulate, cudaStream_t stream) {
-  const uintptr_t bits = reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C);
+  const uintptr_t bits =
+      reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C);
   const int align = int(std::min<uintptr_t>(bits & (~bits + 1), 256));  // the lowest set bit, at most 256
   const Plan& p = plan(Shape{ta, tb, m, n, k, lda, ldb, ldc, align}, stream);
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;

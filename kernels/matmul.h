@@ -36,7 +36,7 @@ void check_linear_shape(int M, int N, int K, const char* op);
 
 #if defined(GRPO_HAVE_CUDA)
 struct BlasOptions {
-  bool tf32 = false;                      // TF32 tensor-core math (relative error ~1e-3): opt in
+  bool tf32 = false;                          // TF32 tensor-core math (relative error ~1e-3): opt in
   size_t workspace_bytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
 };
 
@@ -59,8 +59,8 @@ class Blas {
   bool tf32() const { return options_.tf32; }
   // Column-major C[m, n] = op(A) op(B), or C += op(A) op(B) when accumulate, on `stream`;
   // A is lda-strided [m, k] (or [k, m] when ta), B is ldb-strided [k, n] (or [n, k] when tb).
-  void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
-            int ldc, bool accumulate, cudaStream_t stream);
+  void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+            bool accumulate, cudaStream_t stream);
 
  private:
   // ta, tb, m, n, k, lda, ldb, ldc, and the alignment in bytes (4 to 256) that A, B and C share:

@@ -26,8 +26,8 @@ namespace {
 // tile would leave the second thread idle (bench/README.md has the measurements).
 constexpr int kRowTile = 256;
 constexpr int kColTile = 256;
-constexpr int kSplitInner = 8192;         // a single-tile product summing over at least this many...
-constexpr int kInnerParts = 4;            // ...is split into this many fixed slices of the sum
+constexpr int kSplitInner = 8192;  // a single-tile product summing over at least this many...
+constexpr int kInnerParts = 4;     // ...is split into this many fixed slices of the sum
 
 // OpenBLAS's own threads off, once, before the first product.
 void single_threaded_blas() {
@@ -93,8 +93,10 @@ void gemm_tiles(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int rows, int cols, int 
     else
       cblas_sgemm(CblasRowMajor, ta, tb, rows, n, inner, 1.f, A, lda, B + s0 * b_col_stride, ldb, beta, C + s0, ldc);
   };
-  if (parallel) hostpar::parallel_for(tiles, tile_fn);
-  else for (int t = 0; t < tiles; ++t) tile_fn(t);
+  if (parallel)
+    hostpar::parallel_for(tiles, tile_fn);
+  else
+    for (int t = 0; t < tiles; ++t) tile_fn(t);
 }
 
 }  // namespace
@@ -114,16 +116,16 @@ void linear_forward_host(const float* X, const float* W, const float* bias, floa
     // The 3-wide policy head: sgemm's packing costs more than these dot products.
     const double parallel_rows = hostpar::kParallelFlops / (double(N) * K);  // rows below which one thread does it all
     hostpar::for_row_ranges(M, 1, parallel_rows, [&](int r0, int r1) {
-    for (int r = r0; r < r1; ++r) {
-      const float* x = X + size_t(r) * K;
-      for (int c = 0; c < N; ++c) {
-        const float* w = W + size_t(c) * K;
-        float s = 0.f;
+      for (int r = r0; r < r1; ++r) {
+        const float* x = X + size_t(r) * K;
+        for (int c = 0; c < N; ++c) {
+          const float* w = W + size_t(c) * K;
+          float s = 0.f;
 #pragma omp simd reduction(+ : s)
-        for (int k = 0; k < K; ++k) s += x[k] * w[k];
-        Y[size_t(r) * N + c] = bias ? s + bias[c] : s;
+          for (int k = 0; k < K; ++k) s += x[k] * w[k];
+          Y[size_t(r) * N + c] = bias ? s + bias[c] : s;
+        }
       }
-    }
     });
     return;
   }
@@ -160,8 +162,10 @@ void bias_grad_host(const float* dY, float* db, int M, int N, float* /*scratch*/
       for (int c = c0; c < c1; ++c) s[c - c0] += dY[size_t(r) * N + c];
     for (int c = c0; c < c1; ++c) db[c] = float(s[c - c0]);
   };
-  if (double(M) * N >= 1 << 18) hostpar::parallel_for(blocks, block);
-  else for (int b = 0; b < blocks; ++b) block(b);
+  if (double(M) * N >= 1 << 18)
+    hostpar::parallel_for(blocks, block);
+  else
+    for (int b = 0; b < blocks; ++b) block(b);
 }
 
 }  // namespace grpo

@@ -14,8 +14,8 @@ namespace {
 constexpr unsigned kSampleThreads = 128;
 
 __global__ void sample_actions_kernel(const float* __restrict__ logits, int M, uint64_t seed,
-                                      const uint32_t* __restrict__ epoch, uint32_t step,
-                                      int32_t* __restrict__ actions, float* __restrict__ logp_action) {
+                                      const uint32_t* __restrict__ epoch, uint32_t step, int32_t* __restrict__ actions,
+                                      float* __restrict__ logp_action) {
   const int i = blockIdx.x * kSampleThreads + threadIdx.x;
   if (i >= M) return;
   const PolicyRow r = policy_row(logits + 3 * static_cast<size_t>(i));
@@ -70,8 +70,8 @@ void sample_actions_cuda(const float* logits, int M, uint64_t seed, const uint32
                          int32_t* actions, float* logp_action, cudaStream_t stream) {
   if (M < 0) throw std::invalid_argument("sample_actions_cuda: M must be >= 0, got " + std::to_string(M));
   if (M == 0) return;
-  launch(sample_actions_kernel, ceil_div(M, kSampleThreads), kSampleThreads, 0, stream, logits, M, seed, epoch,
-         step, actions, logp_action);
+  launch(sample_actions_kernel, ceil_div(M, kSampleThreads), kSampleThreads, 0, stream, logits, M, seed, epoch, step,
+         actions, logp_action);
 }
 
 // Bytes per call: 12M logits + 4M actions + 4M advantages read, 12M dlogits written (32M in
@@ -80,8 +80,8 @@ void policy_loss_cuda(const float* logits, const int32_t* actions, const float* 
                       float* dlogits, float* loss_out, float* entropy_out, float* scratch, cudaStream_t stream) {
   if (M < 1) throw std::invalid_argument("policy_loss_cuda: M must be >= 1, got " + std::to_string(M));
   const unsigned blocks = reduce_blocks(M);
-  launch(policy_loss_partials_kernel, blocks, kReduceThreads, 0, stream, logits, actions, adv, M, entropy_coef,
-         dlogits, scratch);
+  launch(policy_loss_partials_kernel, blocks, kReduceThreads, 0, stream, logits, actions, adv, M, entropy_coef, dlogits,
+         scratch);
   launch(policy_loss_finalize_kernel, 1, kReduceThreads, 0, stream, static_cast<const float*>(scratch),
          static_cast<int>(blocks), M, loss_out, entropy_out);
 }

@@ -65,8 +65,8 @@ GRPO_HD float action_uniform(uint64_t seed, uint32_t epoch, uint32_t step, uint3
 // One sample of the loss: l = -logp(a) * clamp(A, -5, 5) - c * H. Writes dl/dz * inv_m to dz:
 // d(-logp_a)/dz_j = p_j - [j == a] and dH/dz_j = -p_j (logp_j + H). An action outside [0, 3)
 // makes the loss NaN (loud) instead of reading a neighbour's logit.
-GRPO_HD float policy_loss_row(const float* z, int32_t action, float adv, float entropy_coef, float inv_m,
-                              float* dz, float* entropy) {
+GRPO_HD float policy_loss_row(const float* z, int32_t action, float adv, float entropy_coef, float inv_m, float* dz,
+                              float* entropy) {
   const PolicyRow r = policy_row(z);
   const float a_clamped = fminf(fmaxf(adv, -5.f), 5.f);
   const bool valid = action >= 0 && action < kActions;
@@ -90,8 +90,8 @@ void sample_actions_host(const float* logits, int M, uint64_t seed, const uint32
 
 // Host only: rows [r0, r1) of sample_actions_host (row indices as in the whole call), on the
 // calling thread.
-void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed, const uint32_t* epoch,
-                              uint32_t step, int32_t* actions);
+void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                              int32_t* actions);
 
 // Loss over M samples: L = mean_i [-logp_i(a_i) clamp(A_i, -5, 5) - entropy_coef H_i].
 //   dlogits[M, 3] = dL/dz (1/M included); *loss_out = L; *entropy_out = mean H (nullable).

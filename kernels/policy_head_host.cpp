@@ -22,12 +22,13 @@ void sample_actions_host(const float* logits, int M, uint64_t seed, const uint32
   }
 }
 
-void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed, const uint32_t* epoch,
-                              uint32_t step, int32_t* actions) {
+void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed, const uint32_t* epoch, uint32_t step,
+                              int32_t* actions) {
   if (r0 < 0 || r1 < r0) throw std::invalid_argument("sample_actions_rows_host: bad row range");
   const uint32_t e = *epoch;
   for (int i = r0; i < r1; ++i)
-    actions[i] = sample_from(policy_row(logits + 3 * static_cast<size_t>(i)), action_uniform(seed, e, step, uint32_t(i)));
+    actions[i] =
+        sample_from(policy_row(logits + 3 * static_cast<size_t>(i)), action_uniform(seed, e, step, uint32_t(i)));
 }
 
 void policy_loss_host(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,

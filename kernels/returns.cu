@@ -95,8 +95,7 @@ void discounted_returns_cuda(const float* rewards, float* returns, int T, int N,
     throw std::invalid_argument("discounted_returns_cuda: T and N must be >= 0, got " + std::to_string(T) + ", " +
                                 std::to_string(N));
   if (T == 0 || N == 0) return;
-  launch(discounted_returns_kernel, ceil_div(N, kScanThreads), kScanThreads, 0, stream, rewards, returns, T, N,
-         gamma);
+  launch(discounted_returns_kernel, ceil_div(N, kScanThreads), kScanThreads, 0, stream, rewards, returns, T, N, gamma);
 }
 
 // Bytes per call: 4 count read twice (statistics, then advantages), 4 count written, 24 * blocks

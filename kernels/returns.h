@@ -13,9 +13,7 @@ namespace grpo {
 
 // R_t = r_t + gamma R_{t+1}, as one explicit fma so that the kernel and the host twin round
 // identically (nvcc would contract the expression anyway; g++ at -std=c++17 would not).
-GRPO_HD float discount_step(float reward, float gamma, float next_return) {
-  return fmaf(gamma, next_return, reward);
-}
+GRPO_HD float discount_step(float reward, float gamma, float next_return) { return fmaf(gamma, next_return, reward); }
 
 // Running (count, mean, M2) of Welford's algorithm, and Chan et al.'s merge of two of them.
 // Counts are floats: exact below 2^24, which normalize_advantages checks.
@@ -55,7 +53,8 @@ void discounted_returns_host(const float* rewards, float* returns, int T, int N,
 // (s before the max with 0.5); adv[i] = advantage_from(returns[i], m, s). count in [2, 2^24).
 // Deterministic two-level reduction (Welford per thread on values shifted by returns[0], Chan
 // merge across threads and blocks); scratch holds normalize_advantages_scratch_floats(count)
-// floats (unused by the host twin, which runs Welford in double). stats_out is required: the last kernel reads m and s from it.
+// floats (unused by the host twin, which runs Welford in double). stats_out is required: the last kernel reads m and s
+// from it.
 size_t normalize_advantages_scratch_floats(int count);
 void normalize_advantages_host(const float* returns, float* adv, int count, float* scratch, float* stats_out);
 

@@ -19,8 +19,8 @@ __global__ void rng_fill_kernel(uint4* out, uint64_t seed, Purpose purpose, uint
 
 }  // namespace
 
-void rng_fill_cuda(uint32_t* out, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t n_step,
-                   uint32_t n_index, uint32_t n_block, cudaStream_t stream) {
+void rng_fill_cuda(uint32_t* out, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t n_step, uint32_t n_index,
+                   uint32_t n_block, cudaStream_t stream) {
   const size_t total = size_t{n_step} * n_index * n_block;
   if (total == 0) return;
   launch(rng_fill_kernel, dim3(ceil_div(total, 128)), dim3(128), 0, stream, reinterpret_cast<uint4*>(out), seed,

@@ -35,8 +35,8 @@ inline void rng_fill_host(uint32_t* out, uint64_t seed, Purpose purpose, uint32_
 
 #if defined(GRPO_HAVE_CUDA)
 // out is device memory of rng_fill_words(n_step, n_index, n_block) words; one thread per draw4.
-void rng_fill_cuda(uint32_t* out, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t n_step,
-                   uint32_t n_index, uint32_t n_block, cudaStream_t stream);
+void rng_fill_cuda(uint32_t* out, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t n_step, uint32_t n_index,
+                   uint32_t n_block, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

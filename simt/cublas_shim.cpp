@@ -17,7 +17,7 @@ using namespace simt::detail;
 
 struct cublasContext {
   cudaStream_t stream = nullptr;
-  bool user_workspace = false;   // cublasSetStream resets it, as real cuBLAS does
+  bool user_workspace = false;  // cublasSetStream resets it, as real cuBLAS does
   cublasMath_t math = CUBLAS_DEFAULT_MATH;
   cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
   // GEMM shapes this handle has run outside a capture. cuBLAS sets a shape up lazily on its
@@ -43,9 +43,13 @@ void run_gemm(const Gemm& g, float alpha, float beta, int algo) {
         float acc = 0.f;
         if (alpha != 0.f) {
           switch (algo) {
-            case 0: for (int l = 0; l < g.k; ++l) acc += term(l); break;
-            case 1: for (int l = g.k - 1; l >= 0; --l) acc += term(l); break;
-            case 2: {   // split-K in two halves
+            case 0:
+              for (int l = 0; l < g.k; ++l) acc += term(l);
+              break;
+            case 1:
+              for (int l = g.k - 1; l >= 0; --l) acc += term(l);
+              break;
+            case 2: {  // split-K in two halves
               float lo = 0.f, hi = 0.f;
               for (int l = 0; l < g.k / 2; ++l) lo += term(l);
               for (int l = g.k / 2; l < g.k; ++l) hi += term(l);
@@ -60,15 +64,15 @@ void run_gemm(const Gemm& g, float alpha, float beta, int algo) {
             }
           }
         }
-        const float prior = beta == 0.f ? 0.f : beta * Cin[i + size_t(j) * g.ldc];   // beta == 0: C is not read
+        const float prior = beta == 0.f ? 0.f : beta * Cin[i + size_t(j) * g.ldc];  // beta == 0: C is not read
         C[i + size_t(j) * g.ldc] = alpha * acc + prior;
       }
   }
 }
 
 int gemm_heuristic(const Gemm& g, bool capturing, int rank) {
-  const unsigned long long h = (((g.ta * 2ull + g.tb) * 1000003ull + unsigned(g.m)) * 1000003ull + unsigned(g.n)) *
-                                   1000003ull + unsigned(g.k);
+  const unsigned long long h =
+      (((g.ta * 2ull + g.tb) * 1000003ull + unsigned(g.m)) * 1000003ull + unsigned(g.n)) * 1000003ull + unsigned(g.k);
   const int best = int((h >> 7) % kGemmAlgos);
   return (best + (capturing ? 1 : 0) + rank) % kGemmAlgos;
 }
@@ -86,7 +90,7 @@ cublasStatus_t submit_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   auto op_ok = [](cublasOperation_t o) { return o == CUBLAS_OP_N || o == CUBLAS_OP_T || o == CUBLAS_OP_C; };
   if (!op_ok(ta) || !op_ok(tb) || m < 0 || n < 0 || k < 0 || batch < 0) return CUBLAS_STATUS_INVALID_VALUE;
-  const bool trans_a = ta != CUBLAS_OP_N, trans_b = tb != CUBLAS_OP_N;   // real data: C == T
+  const bool trans_a = ta != CUBLAS_OP_N, trans_b = tb != CUBLAS_OP_N;  // real data: C == T
   const int rows_a = trans_a ? k : m, rows_b = trans_b ? n : k;
   if (lda < std::max(1, rows_a) || ldb < std::max(1, rows_b) || ldc < std::max(1, m))
     return CUBLAS_STATUS_INVALID_VALUE;
@@ -101,13 +105,13 @@ cublasStatus_t submit_gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperati
   else if (!h->shapes_met.count(shape))
     return CUBLAS_STATUS_NOT_SUPPORTED;
   const Gemm g{trans_a, trans_b, m, n, k, A, B, C, C, lda, ldb, ldc, sa, sb, sc, batch};
-  const int algo = gemm_heuristic(g, stream_is_capturing(h->stream), 0);   // chosen per call
+  const int algo = gemm_heuristic(g, stream_is_capturing(h->stream), 0);  // chosen per call
   Node node(NodeKind::HostOp);
   node.func = reinterpret_cast<const void*>(&gemm_node_identity);
-  if (h->pointer_mode == CUBLAS_POINTER_MODE_HOST) {   // host scalars are read now (baked into graphs)
+  if (h->pointer_mode == CUBLAS_POINTER_MODE_HOST) {  // host scalars are read now (baked into graphs)
     const float a = *alpha, b = *beta;
     node.op = [g, a, b, algo] { run_gemm(g, a, b, algo); };
-  } else {                                              // device scalars are read at execution
+  } else {  // device scalars are read at execution
     node.op = [g, alpha, beta, algo] { run_gemm(g, *alpha, *beta, algo); };
   }
   return submit(std::move(node), h->stream) == cudaSuccess ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
@@ -175,33 +179,33 @@ cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t* mo
 }
 
 cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                              const float* alpha, const float* A, int lda, const float* B, int ldb,
-                              const float* beta, float* C, int ldc) {
+                              const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta,
+                              float* C, int ldc) {
   return submit_gemm(h, ta, tb, m, n, k, alpha, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1);
 }
 
 cublasStatus_t cublasSgemmStridedBatched(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
                                          int k, const float* alpha, const float* A, int lda, long long sa,
-                                         const float* B, int ldb, long long sb, const float* beta, float* C,
-                                         int ldc, long long sc, int batch) {
+                                         const float* B, int ldb, long long sb, const float* beta, float* C, int ldc,
+                                         long long sc, int batch) {
   return submit_gemm(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch);
 }
 
 cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                            const void* alpha, const void* A, cudaDataType at, int lda, const void* B,
-                            cudaDataType bt, int ldb, const void* beta, void* C, cudaDataType ct, int ldc,
-                            cublasComputeType_t compute, cublasGemmAlgo_t) {
+                            const void* alpha, const void* A, cudaDataType at, int lda, const void* B, cudaDataType bt,
+                            int ldb, const void* beta, void* C, cudaDataType ct, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t) {
   if (!fp32_gemm_types(at, bt, ct, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
   return submit_gemm(h, ta, tb, m, n, k, static_cast<const float*>(alpha), static_cast<const float*>(A), lda, 0,
-                     static_cast<const float*>(B), ldb, 0, static_cast<const float*>(beta), static_cast<float*>(C),
-                     ldc, 0, 1);
+                     static_cast<const float*>(B), ldb, 0, static_cast<const float*>(beta), static_cast<float*>(C), ldc,
+                     0, 1);
 }
 
-cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                                          int n, int k, const void* alpha, const void* A, cudaDataType at, int lda,
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n,
+                                          int k, const void* alpha, const void* A, cudaDataType at, int lda,
                                           long long sa, const void* B, cudaDataType bt, int ldb, long long sb,
-                                          const void* beta, void* C, cudaDataType ct, int ldc, long long sc,
-                                          int batch, cublasComputeType_t compute, cublasGemmAlgo_t) {
+                                          const void* beta, void* C, cudaDataType ct, int ldc, long long sc, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t) {
   if (!fp32_gemm_types(at, bt, ct, compute)) return CUBLAS_STATUS_NOT_SUPPORTED;
   return submit_gemm(h, ta, tb, m, n, k, static_cast<const float*>(alpha), static_cast<const float*>(A), lda, sa,
                      static_cast<const float*>(B), ldb, sb, static_cast<const float*>(beta), static_cast<float*>(C),

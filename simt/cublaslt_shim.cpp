@@ -19,7 +19,7 @@
 using namespace simt::detail;
 
 struct cublasLtContext {
-  std::set<std::array<long long, 10>> met;   // (shape, algorithm) run outside a capture
+  std::set<std::array<long long, 10>> met;  // (shape, algorithm) run outside a capture
 };
 
 namespace {
@@ -39,12 +39,12 @@ struct Layout {
 struct Pref {
   uint32_t magic;
   uint64_t max_workspace;
-  uint32_t align[4];   // minimum alignment in bytes of A, B, C, D the caller promises
+  uint32_t align[4];  // minimum alignment in bytes of A, B, C, D the caller promises
 };
 struct Algo {
   uint32_t magic;
   int32_t id;
-  uint32_t align[4];   // what the algorithm needs: the promise it was chosen under
+  uint32_t align[4];  // what the algorithm needs: the promise it was chosen under
 };
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
@@ -74,15 +74,15 @@ cublasStatus_t shape_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cub
   Layout la, lb, lc, ld;
   if (!read(desc, dd) || !read(a, &la) || !read(b, &lb) || !read(c, &lc) || !read(d, &ld))
     return CUBLAS_STATUS_INVALID_VALUE;
-  const bool ta = dd->transa != CUBLAS_OP_N, tb = dd->transb != CUBLAS_OP_N;   // real data: C == T
+  const bool ta = dd->transa != CUBLAS_OP_N, tb = dd->transb != CUBLAS_OP_N;  // real data: C == T
   const uint64_t m = ld.rows, n = ld.cols, k = ta ? la.rows : la.cols;
-  if ((ta ? la.cols : la.rows) != m || (tb ? lb.rows : lb.cols) != n || (tb ? lb.cols : lb.rows) != k ||
-      lc.rows != m || lc.cols != n)
+  if ((ta ? la.cols : la.rows) != m || (tb ? lb.rows : lb.cols) != n || (tb ? lb.cols : lb.rows) != k || lc.rows != m ||
+      lc.cols != n)
     return CUBLAS_STATUS_INVALID_VALUE;
   if (lc.ld != ld.ld) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) return CUBLAS_STATUS_NOT_SUPPORTED;
-  *g = Gemm{ta, tb, int(m), int(n), int(k), nullptr, nullptr, nullptr, nullptr,
-            int(la.ld), int(lb.ld), int(ld.ld), 0, 0, 0, 1};
+  *g = Gemm{ta,      tb,         int(m),     int(n),     int(k), nullptr, nullptr, nullptr,
+            nullptr, int(la.ld), int(lb.ld), int(ld.ld), 0,      0,       0,       1};
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -103,7 +103,7 @@ cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc, cublasComput
   if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
   const bool compute_ok = compute == CUBLAS_COMPUTE_32F || compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
                           compute == CUBLAS_COMPUTE_32F_PEDANTIC;
-  if (!compute_ok || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;   // fp32 only
+  if (!compute_ok || scale != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;  // fp32 only
   *desc = new cublasLtMatmulDescOpaque_t;
   write(*desc, Desc{kMagic, compute, CUBLAS_OP_N, CUBLAS_OP_N, CUBLASLT_POINTER_MODE_HOST});
   return CUBLAS_STATUS_SUCCESS;
@@ -128,7 +128,8 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
       if (v != CUBLASLT_POINTER_MODE_HOST && v != CUBLASLT_POINTER_MODE_DEVICE) return CUBLAS_STATUS_INVALID_VALUE;
       d.pointer_mode = v;
       break;
-    default: return CUBLAS_STATUS_NOT_SUPPORTED;   // not emulated
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;  // not emulated
   }
   write(desc, d);
   return CUBLAS_STATUS_SUCCESS;
@@ -138,7 +139,7 @@ cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDa
                                           uint64_t cols, int64_t ld) {
   if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
   if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
-  if (ld < 1 || uint64_t(ld) < rows) return CUBLAS_STATUS_INVALID_VALUE;   // column-major: ld >= rows
+  if (ld < 1 || uint64_t(ld) < rows) return CUBLAS_STATUS_INVALID_VALUE;  // column-major: ld >= rows
   *layout = new cublasLtMatrixLayoutOpaque_t;
   write(*layout, Layout{kMagic, rows, cols, ld});
   return CUBLAS_STATUS_SUCCESS;
@@ -170,16 +171,15 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
     if (bytes != sizeof(uint32_t)) return CUBLAS_STATUS_INVALID_VALUE;
     std::memcpy(&p.align[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf, sizeof(uint32_t));
   } else {
-    return CUBLAS_STATUS_NOT_SUPPORTED;   // not emulated
+    return CUBLAS_STATUS_NOT_SUPPORTED;  // not emulated
   }
   write(pref, p);
   return CUBLAS_STATUS_SUCCESS;
 }
 
-cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc,
-                                              cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                              cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
-                                              cublasLtMatmulPreference_t pref, int requested,
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                              cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
+                                              cublasLtMatrixLayout_t d, cublasLtMatmulPreference_t pref, int requested,
                                               cublasLtMatmulHeuristicResult_t results[], int* returned) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   Pref p;
@@ -190,7 +190,8 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   const int n = std::min(requested, kGemmAlgos);
   for (int r = 0; r < n; ++r) {
     std::memset(&results[r], 0, sizeof results[r]);
-    write(&results[r].algo, Algo{kMagic, gemm_heuristic(g, any_capture(), r), {p.align[0], p.align[1], p.align[2], p.align[3]}});
+    write(&results[r].algo,
+          Algo{kMagic, gemm_heuristic(g, any_capture(), r), {p.align[0], p.align[1], p.align[2], p.align[3]}});
     results[r].workspaceSize = 0;
     results[r].state = CUBLAS_STATUS_SUCCESS;
     results[r].wavesCount = 1.f;
@@ -214,19 +215,19 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     Algo al;
     if (!read(algo, &al) || al.id < 0 || al.id >= kGemmAlgos) return CUBLAS_STATUS_INVALID_VALUE;
     const void* ptrs[4] = {A, B, C, D};
-    for (int i = 0; i < 4; ++i)   // an operand less aligned than the algorithm was chosen for
+    for (int i = 0; i < 4; ++i)  // an operand less aligned than the algorithm was chosen for
       if (reinterpret_cast<uintptr_t>(ptrs[i]) % std::max<uint32_t>(al.align[i], 1) != 0)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     id = al.id;
   } else {
-    id = gemm_heuristic(g, capturing, 0);   // without an algorithm cuBLASLt asks its heuristic per call
+    id = gemm_heuristic(g, capturing, 0);  // without an algorithm cuBLASLt asks its heuristic per call
   }
   if (g.m == 0 || g.n == 0) return CUBLAS_STATUS_SUCCESS;
   const std::array<long long, 10> key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, dd.compute, id};
   if (!capturing)
     h->met.insert(key);
   else if (!h->met.count(key))
-    return CUBLAS_STATUS_NOT_SUPPORTED;   // first use inside a capture: warm up every shape eagerly
+    return CUBLAS_STATUS_NOT_SUPPORTED;  // first use inside a capture: warm up every shape eagerly
   g.A = static_cast<const float*>(A);
   g.B = static_cast<const float*>(B);
   g.Cin = static_cast<const float*>(C);
@@ -235,7 +236,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   node.func = reinterpret_cast<const void*>(&lt_node_identity);
   const float* fa = static_cast<const float*>(alpha);
   const float* fb = static_cast<const float*>(beta);
-  if (dd.pointer_mode == CUBLASLT_POINTER_MODE_HOST) {   // host scalars are read now (baked into graphs)
+  if (dd.pointer_mode == CUBLASLT_POINTER_MODE_HOST) {  // host scalars are read now (baked into graphs)
     const float av = *fa, bv = *fb;
     node.op = [g, av, bv, id] { run_gemm(g, av, bv, id); };
   } else {

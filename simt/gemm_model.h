@@ -15,7 +15,7 @@ struct Gemm {
   bool ta, tb;
   int m, n, k;
   const float *A, *B;
-  const float* Cin;   // read when beta != 0 (cuBLASLt's C; cuBLAS's C, the same as the output)
+  const float* Cin;  // read when beta != 0 (cuBLASLt's C; cuBLAS's C, the same as the output)
   float* C;
   int lda, ldb, ldc;
   long long sa, sb, sc;

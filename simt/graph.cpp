@@ -47,14 +47,15 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
   const CUstream_st* st = resolve(s);
   if (!st || !status) return set_error(cudaErrorInvalidValue);
-  *status = !st->capturing ? cudaStreamCaptureStatusNone
-                           : st->invalidated ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+  *status = !st->capturing    ? cudaStreamCaptureStatusNone
+            : st->invalidated ? cudaStreamCaptureStatusInvalidated
+                              : cudaStreamCaptureStatusActive;
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* status, unsigned long long* id,
-                                     cudaGraph_t* graph, const cudaGraphNode_t** deps,
-                                     const cudaGraphEdgeData** edges, size_t* num_deps) {
+                                     cudaGraph_t* graph, const cudaGraphNode_t** deps, const cudaGraphEdgeData** edges,
+                                     size_t* num_deps) {
   if (cudaError_t e = cudaStreamIsCapturing(s, status)) return e;
   const CUstream_st* st = resolve(s);
   const bool on = st->capturing;
@@ -93,7 +94,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t g, unsigned 
 
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
   if (!exec) return set_error(cudaErrorInvalidValue);
-  drain();   // a queued launch still refers to nothing of it (nodes were copied), but be tidy
+  drain();  // a queued launch still refers to nothing of it (nodes were copied), but be tidy
   delete exec;
   return cudaSuccess;
 }

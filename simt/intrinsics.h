@@ -23,35 +23,34 @@ inline T atomic_rmw(T* p, F f) {
   Bits old = __atomic_load_n(b, __ATOMIC_SEQ_CST);
   for (;;) {
     const Bits next = bit_cast<Bits>(f(bit_cast<T>(old)));
-    if (__atomic_compare_exchange_n(b, &old, next, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
-      return bit_cast<T>(old);
+    if (__atomic_compare_exchange_n(b, &old, next, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) return bit_cast<T>(old);
   }
 }
 }  // namespace simt::detail
 
 // ---- atomics (return the old value, as in CUDA) ----
-#define SIMT_ATOMIC_INT_(T)                                                                        \
-  inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }           \
-  inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }           \
-  inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }         \
-  inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }             \
-  inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }           \
-  inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }           \
-  inline T atomicCAS(T* p, T cmp, T v) {                                                           \
-    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);           \
-    return cmp;                                                                                    \
-  }                                                                                                \
-  inline T atomicMax(T* p, T v) {                                                                  \
-    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                                  \
+#define SIMT_ATOMIC_INT_(T)                                                                                  \
+  inline T atomicAdd(T* p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }                       \
+  inline T atomicSub(T* p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }                       \
+  inline T atomicExch(T* p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }                     \
+  inline T atomicOr(T* p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }                         \
+  inline T atomicAnd(T* p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }                       \
+  inline T atomicXor(T* p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }                       \
+  inline T atomicCAS(T* p, T cmp, T v) {                                                                     \
+    __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);                      \
+    return cmp;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMax(T* p, T v) {                                                                            \
+    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                                            \
     while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
-    }                                                                                              \
-    return old;                                                                                    \
-  }                                                                                                \
-  inline T atomicMin(T* p, T v) {                                                                  \
-    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                                  \
+    }                                                                                                        \
+    return old;                                                                                              \
+  }                                                                                                          \
+  inline T atomicMin(T* p, T v) {                                                                            \
+    T old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                                            \
     while (old > v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) { \
-    }                                                                                              \
-    return old;                                                                                    \
+    }                                                                                                        \
+    return old;                                                                                              \
   }
 SIMT_ATOMIC_INT_(int)
 SIMT_ATOMIC_INT_(unsigned)
@@ -73,7 +72,9 @@ inline void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 template <class T>
-inline T __ldg(const T* p) { return *p; }
+inline T __ldg(const T* p) {
+  return *p;
+}
 
 // ---- bits ----
 inline int __popc(unsigned x) { return __builtin_popcount(x); }

@@ -35,20 +35,24 @@ struct Alloc {
   size_t size;
   MemKind kind;
 };
-std::map<uintptr_t, Alloc> g_allocs;   // device and pinned host ranges, by start address
+std::map<uintptr_t, Alloc> g_allocs;  // device and pinned host ranges, by start address
 size_t g_device_bytes = 0;
 constexpr size_t kDeviceMemory = 80ull << 30;
 constexpr int kMaxDynamicSmem = 227 << 10;
-std::map<const void*, int> g_func_smem_limit;   // cudaFuncAttributeMaxDynamicSharedMemorySize
+std::map<const void*, int> g_func_smem_limit;  // cudaFuncAttributeMaxDynamicSharedMemorySize
 
 void run_node(const Node& n) {
   switch (n.kind) {
-    case NodeKind::Kernel: run_kernel(n.kernel); break;
+    case NodeKind::Kernel:
+      run_kernel(n.kernel);
+      break;
     case NodeKind::EventRecord:
       n.event->done = true;
       n.event->when = std::chrono::steady_clock::now();
       break;
-    default: n.op(); break;
+    default:
+      n.op();
+      break;
   }
 }
 
@@ -59,7 +63,7 @@ cudaError_t alloc(void** p, size_t n, MemKind kind) {
   void* mem = nullptr;
   // posix_memalign keeps the exact size visible to AddressSanitizer; CUDA aligns to 256 bytes.
   if (posix_memalign(&mem, 256, std::max<size_t>(n, 1)) != 0) return set_error(cudaErrorMemoryAllocation);
-  std::memset(mem, 0xFF, n);   // poison: reading memory nobody wrote shows up as NaN
+  std::memset(mem, 0xFF, n);  // poison: reading memory nobody wrote shows up as NaN
   g_allocs[reinterpret_cast<uintptr_t>(mem)] = Alloc{n, kind};
   if (kind == MemKind::Device) g_device_bytes += n;
   *p = mem;
@@ -70,7 +74,7 @@ cudaError_t release(void* p, MemKind kind) {
   if (!p) return cudaSuccess;
   if (cudaError_t e = forbid_in_capture()) return e;
   settle_legacy();
-  drain();   // cudaFree synchronises the device
+  drain();  // cudaFree synchronises the device
   auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == g_allocs.end() || it->second.kind != kind) return set_error(cudaErrorInvalidValue);
   if (kind == MemKind::Device) g_device_bytes -= it->second.size;
@@ -82,11 +86,16 @@ cudaError_t release(void* p, MemKind kind) {
 bool direction_ok(cudaMemcpyKind kind, MemKind dst, MemKind src) {
   const bool dd = dst == MemKind::Device, sd = src == MemKind::Device;
   switch (kind) {
-    case cudaMemcpyHostToDevice: return dd && !sd;
-    case cudaMemcpyDeviceToHost: return !dd && sd;
-    case cudaMemcpyDeviceToDevice: return dd && sd;
-    case cudaMemcpyHostToHost: return !dd && !sd;
-    case cudaMemcpyDefault: return true;
+    case cudaMemcpyHostToDevice:
+      return dd && !sd;
+    case cudaMemcpyDeviceToHost:
+      return !dd && sd;
+    case cudaMemcpyDeviceToDevice:
+      return dd && sd;
+    case cudaMemcpyHostToHost:
+      return !dd && !sd;
+    case cudaMemcpyDefault:
+      return true;
   }
   return false;
 }
@@ -106,8 +115,8 @@ cudaError_t check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
 }  // namespace
 
 [[noreturn]] void fatal(const std::string& what) {
-  std::fprintf(stderr, "\nsimt: %s\nsimt: schedule seed SIMT_SEED=%llu (rerun with it to reproduce)\n",
-               what.c_str(), static_cast<unsigned long long>(seed()));
+  std::fprintf(stderr, "\nsimt: %s\nsimt: schedule seed SIMT_SEED=%llu (rerun with it to reproduce)\n", what.c_str(),
+               static_cast<unsigned long long>(seed()));
   std::fflush(stderr);
   std::abort();
 }
@@ -202,8 +211,8 @@ void drain() {
 cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream) {
   const dim3 b = k.block, g = k.grid;
   const unsigned long long threads = 1ull * b.x * b.y * b.z;
-  if (threads == 0 || threads > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 || g.x == 0 || g.y == 0 ||
-      g.z == 0 || g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
+  if (threads == 0 || threads > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 ||
+      g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     return set_error(cudaErrorInvalidConfiguration);
   auto lim = g_func_smem_limit.find(k.func);
   const size_t smem_limit = lim == g_func_smem_limit.end() ? 48 << 10 : size_t(lim->second);
@@ -228,32 +237,47 @@ cudaError_t cudaPeekAtLastError() { return g_last_error; }
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
-#define SIMT_ERR_(x) case x: return #x;
-    SIMT_ERR_(cudaSuccess) SIMT_ERR_(cudaErrorInvalidValue) SIMT_ERR_(cudaErrorMemoryAllocation)
-    SIMT_ERR_(cudaErrorInvalidConfiguration) SIMT_ERR_(cudaErrorInvalidMemcpyDirection)
-    SIMT_ERR_(cudaErrorInvalidResourceHandle) SIMT_ERR_(cudaErrorNotReady) SIMT_ERR_(cudaErrorInvalidDevice)
-    SIMT_ERR_(cudaErrorIllegalState) SIMT_ERR_(cudaErrorStreamCaptureUnsupported)
-    SIMT_ERR_(cudaErrorStreamCaptureInvalidated) SIMT_ERR_(cudaErrorStreamCaptureImplicit)
-    SIMT_ERR_(cudaErrorGraphExecUpdateFailure) SIMT_ERR_(cudaErrorNotSupported) SIMT_ERR_(cudaErrorUnknown)
+#define SIMT_ERR_(x) \
+  case x:            \
+    return #x;
+    SIMT_ERR_(cudaSuccess)
+    SIMT_ERR_(cudaErrorInvalidValue) SIMT_ERR_(cudaErrorMemoryAllocation) SIMT_ERR_(cudaErrorInvalidConfiguration)
+        SIMT_ERR_(cudaErrorInvalidMemcpyDirection) SIMT_ERR_(cudaErrorInvalidResourceHandle)
+            SIMT_ERR_(cudaErrorNotReady) SIMT_ERR_(cudaErrorInvalidDevice) SIMT_ERR_(cudaErrorIllegalState)
+                SIMT_ERR_(cudaErrorStreamCaptureUnsupported) SIMT_ERR_(cudaErrorStreamCaptureInvalidated)
+                    SIMT_ERR_(cudaErrorStreamCaptureImplicit) SIMT_ERR_(cudaErrorGraphExecUpdateFailure)
+                        SIMT_ERR_(cudaErrorNotSupported) SIMT_ERR_(cudaErrorUnknown)
 #undef SIMT_ERR_
-    default: return "cudaErrorUnrecognized(simt)";
+                            default : return "cudaErrorUnrecognized(simt)";
   }
 }
 const char* cudaGetErrorString(cudaError_t e) {
   switch (e) {
-    case cudaSuccess: return "no error";
-    case cudaErrorInvalidValue: return "invalid argument";
-    case cudaErrorMemoryAllocation: return "out of memory";
-    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
-    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
-    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-    case cudaErrorNotReady: return "device not ready";
-    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
-    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
     case cudaErrorStreamCaptureImplicit:
       return "operation would make the legacy stream depend on a capturing blocking stream";
-    case cudaErrorGraphExecUpdateFailure: return "the graph update was not performed because it included changes which violated constraints specific to instantiated graph update";
-    default: return cudaGetErrorName(e);
+    case cudaErrorGraphExecUpdateFailure:
+      return "the graph update was not performed because it included changes which violated constraints specific to "
+             "instantiated graph update";
+    default:
+      return cudaGetErrorName(e);
   }
 }
 
@@ -303,26 +327,68 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int device) {
   if (!v) return set_error(cudaErrorInvalidValue);
   if (device != 0) return set_error(cudaErrorInvalidDevice);
   switch (attr) {
-    case cudaDevAttrMultiProcessorCount: *v = 132; break;
-    case cudaDevAttrMaxThreadsPerBlock: *v = 1024; break;
-    case cudaDevAttrMaxBlockDimX: case cudaDevAttrMaxBlockDimY: *v = 1024; break;
-    case cudaDevAttrMaxBlockDimZ: *v = 64; break;
-    case cudaDevAttrMaxGridDimX: *v = 0x7fffffff; break;
-    case cudaDevAttrMaxGridDimY: case cudaDevAttrMaxGridDimZ: *v = 65535; break;
-    case cudaDevAttrMaxSharedMemoryPerBlock: *v = 48 << 10; break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *v = kMaxDynamicSmem; break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor: *v = 228 << 10; break;
-    case cudaDevAttrMaxRegistersPerBlock: case cudaDevAttrMaxRegistersPerMultiprocessor: *v = 65536; break;
-    case cudaDevAttrWarpSize: *v = 32; break;
-    case cudaDevAttrComputeCapabilityMajor: *v = 9; break;
-    case cudaDevAttrComputeCapabilityMinor: *v = 0; break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor: *v = 2048; break;
-    case cudaDevAttrMaxBlocksPerMultiprocessor: *v = 32; break;
-    case cudaDevAttrL2CacheSize: *v = 50 << 20; break;
-    case cudaDevAttrClockRate: *v = 1980000; break;
-    case cudaDevAttrMemoryClockRate: *v = 2619000; break;
-    case cudaDevAttrGlobalMemoryBusWidth: *v = 5120; break;
-    default: return set_error(cudaErrorInvalidValue);
+    case cudaDevAttrMultiProcessorCount:
+      *v = 132;
+      break;
+    case cudaDevAttrMaxThreadsPerBlock:
+      *v = 1024;
+      break;
+    case cudaDevAttrMaxBlockDimX:
+    case cudaDevAttrMaxBlockDimY:
+      *v = 1024;
+      break;
+    case cudaDevAttrMaxBlockDimZ:
+      *v = 64;
+      break;
+    case cudaDevAttrMaxGridDimX:
+      *v = 0x7fffffff;
+      break;
+    case cudaDevAttrMaxGridDimY:
+    case cudaDevAttrMaxGridDimZ:
+      *v = 65535;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *v = 48 << 10;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *v = kMaxDynamicSmem;
+      break;
+    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
+      *v = 228 << 10;
+      break;
+    case cudaDevAttrMaxRegistersPerBlock:
+    case cudaDevAttrMaxRegistersPerMultiprocessor:
+      *v = 65536;
+      break;
+    case cudaDevAttrWarpSize:
+      *v = 32;
+      break;
+    case cudaDevAttrComputeCapabilityMajor:
+      *v = 9;
+      break;
+    case cudaDevAttrComputeCapabilityMinor:
+      *v = 0;
+      break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor:
+      *v = 2048;
+      break;
+    case cudaDevAttrMaxBlocksPerMultiprocessor:
+      *v = 32;
+      break;
+    case cudaDevAttrL2CacheSize:
+      *v = 50 << 20;
+      break;
+    case cudaDevAttrClockRate:
+      *v = 1980000;
+      break;
+    case cudaDevAttrMemoryClockRate:
+      *v = 2619000;
+      break;
+    case cudaDevAttrGlobalMemoryBusWidth:
+      *v = 5120;
+      break;
+    default:
+      return set_error(cudaErrorInvalidValue);
   }
   return cudaSuccess;
 }
@@ -379,7 +445,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
     // CUDA returns once the source is in a staging buffer; the DMA to the device lands later,
     // on the legacy stream, unordered with non-blocking streams.
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                                static_cast<const unsigned char*>(src) + n);
+                                                               static_cast<const unsigned char*>(src) + n);
     Node node(NodeKind::Memcpy);
     node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
     g_legacy_pending.push_back(std::move(node));
@@ -400,18 +466,18 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
     return set_error(cudaErrorStreamCaptureUnsupported);
   }
   if (n == 0) return cudaSuccess;
-  if (dk == MemKind::Pageable) {   // to pageable memory CUDA returns after the copy completed
+  if (dk == MemKind::Pageable) {  // to pageable memory CUDA returns after the copy completed
     drain();
     std::memmove(dst, src, n);
     return cudaSuccess;
   }
   Node node(NodeKind::Memcpy);
-  if (sk == MemKind::Pageable) {   // from pageable memory CUDA stages the source before returning
+  if (sk == MemKind::Pageable) {  // from pageable memory CUDA stages the source before returning
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                                static_cast<const unsigned char*>(src) + n);
+                                                               static_cast<const unsigned char*>(src) + n);
     node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
   } else {
-    node.op = [dst, src, n] { std::memmove(dst, src, n); };   // pointers kept: copies at execution
+    node.op = [dst, src, n] { std::memmove(dst, src, n); };  // pointers kept: copies at execution
   }
   return submit(std::move(node), stream);
 }
@@ -478,7 +544,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
   if (!g_streams.count(s)) return set_error(cudaErrorInvalidResourceHandle);
   if (s->capturing) return set_error(cudaErrorIllegalState);
   g_streams.erase(s);
-  delete s;   // its queued work still runs: the queue holds nodes, not streams
+  delete s;  // its queued work still runs: the queue holds nodes, not streams
   return cudaSuccess;
 }
 
@@ -494,15 +560,16 @@ static cudaError_t sync_stream(cudaStream_t s) {
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return sync_stream(s); }
-cudaError_t cudaStreamQuery(cudaStream_t s) { return sync_stream(s); }   // runs the work, then "done"
+cudaError_t cudaStreamQuery(cudaStream_t s) { return sync_stream(s); }  // runs the work, then "done"
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   CUstream_st* st = resolve(s);
   if (!st || !g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
   if (e->captured_in && e->captured_in != st->graph)
-    fatal("cudaStreamWaitEvent on an event recorded inside a capture: multi-stream (fork/join) capture is "
-          "not supported by the emulator; capture on one stream");
-  return cudaSuccess;   // the one global FIFO already orders everything submitted before
+    fatal(
+        "cudaStreamWaitEvent on an event recorded inside a capture: multi-stream (fork/join) capture is "
+        "not supported by the emulator; capture on one stream");
+  return cudaSuccess;  // the one global FIFO already orders everything submitted before
 }
 
 // ---- events ----
@@ -526,7 +593,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   CUstream_st* st = resolve(s);
   if (!st || !g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
-  if (st->capturing) {   // inside a capture an event only marks a join point
+  if (st->capturing) {  // inside a capture an event only marks a join point
     if (st->invalidated) return set_error(cudaErrorStreamCaptureInvalidated);
     e->captured_in = st->graph;
     return cudaSuccess;
@@ -546,7 +613,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   drain();
   return cudaSuccess;
 }
-cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }   // run, then "done"
+cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }  // run, then "done"
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
   if (!ms || !g_events.count(a) || !g_events.count(b)) return set_error(cudaErrorInvalidResourceHandle);

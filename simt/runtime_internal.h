@@ -22,33 +22,33 @@ enum class NodeKind { Kernel, Memcpy, Memset, HostOp, EventRecord };
 struct Node {
   explicit Node(NodeKind k) : kind(k) {}
   NodeKind kind;
-  const void* func = nullptr;       // kernel function, or the identity of a host op (GEMM)
-  KernelLaunch kernel{};            // Kernel
-  std::function<void()> op;         // Memcpy, Memset, HostOp: runs the whole operation
-  CUevent_st* event = nullptr;      // EventRecord
+  const void* func = nullptr;   // kernel function, or the identity of a host op (GEMM)
+  KernelLaunch kernel{};        // Kernel
+  std::function<void()> op;     // Memcpy, Memset, HostOp: runs the whole operation
+  CUevent_st* event = nullptr;  // EventRecord
 };
 
 [[noreturn]] void fatal(const std::string& what);  // prints the report and the seed, aborts
 
 // Streams: the legacy default stream (0 / cudaStreamLegacy), cudaStreamPerThread, created ones.
-CUstream_st* resolve(cudaStream_t s);               // nullptr for a handle we never made
+CUstream_st* resolve(cudaStream_t s);  // nullptr for a handle we never made
 bool is_legacy(cudaStream_t s);
-void invalidate_captures();                         // every capture in progress (not relaxed)
+void invalidate_captures();  // every capture in progress (not relaxed)
 bool any_capture();
-void forget_capture(const CUgraph_st* g);             // events recorded in it are plain again
-cudaError_t submit(Node&& n, cudaStream_t s);      // enqueue, or append to the stream's capture
+void forget_capture(const CUgraph_st* g);      // events recorded in it are plain again
+cudaError_t submit(Node&& n, cudaStream_t s);  // enqueue, or append to the stream's capture
 bool stream_is_capturing(cudaStream_t s);
 // A call CUDA forbids while any stream captures (global/thread-local modes): returns 900 and
 // invalidates those captures, else cudaSuccess.
 cudaError_t forbid_in_capture();
-void drain();                                       // runs every queued node, in order
+void drain();  // runs every queued node, in order
 // Queues the legacy-stream work nothing has ordered yet (a pageable synchronous copy's DMA, a
 // synchronous memset) behind what is queued: at a point that orders the legacy stream.
 void settle_legacy();
-void run_kernel(const KernelLaunch& k);             // scheduler.cpp
+void run_kernel(const KernelLaunch& k);  // scheduler.cpp
 // Sets threadIdx, blockIdx, blockDim, gridDim (coords.cpp) for the thread about to run.
 void set_coords(const uint3& thread, const uint3& block, const dim3& block_dim, const dim3& grid_dim);
-cudaError_t set_error(cudaError_t e);               // records e for cudaGetLastError; returns it
+cudaError_t set_error(cudaError_t e);  // records e for cudaGetLastError; returns it
 
 enum class MemKind { Device, Pinned, Pageable };
 // Classifies [p, p+n); a range that starts in an allocation but overruns it is reported as
@@ -69,7 +69,7 @@ struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false, done = false;
   std::chrono::steady_clock::time_point when{};
-  CUgraph_st* captured_in = nullptr;   // recorded inside this capture (join points only)
+  CUgraph_st* captured_in = nullptr;  // recorded inside this capture (join points only)
 };
 
 struct CUgraphNode_st {
@@ -81,5 +81,5 @@ struct CUgraph_st {
 };
 
 struct CUgraphExec_st {
-  std::vector<simt::detail::Node> nodes;   // copies: updating the graph later changes nothing
+  std::vector<simt::detail::Node> nodes;  // copies: updating the graph later changes nothing
 };

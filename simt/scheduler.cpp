@@ -78,17 +78,17 @@ struct Thread {
   State state = State::Ready;
   const char* file = "";
   int line = 0;
-  WarpOp op = WarpOp::Sync;   // pending collective
+  WarpOp op = WarpOp::Sync;  // pending collective
   unsigned mask = 0;
   uint64_t value = 0, result = 0;
   int arg = 0, width = 32;
-  ctx::fiber fiber;   // the thread, while it is suspended
-  ctx::fiber sched;   // the scheduler, while the thread runs
+  ctx::fiber fiber;  // the thread, while it is suspended
+  ctx::fiber sched;  // the scheduler, while the thread runs
 };
 
 const char* op_name(WarpOp op) {
-  static const char* names[] = {"__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
-                                "__shfl_xor_sync", "__ballot_sync", "__any_sync", "__all_sync"};
+  static const char* names[] = {"__syncwarp",      "__shfl_sync",   "__shfl_up_sync", "__shfl_down_sync",
+                                "__shfl_xor_sync", "__ballot_sync", "__any_sync",     "__all_sync"};
   return names[static_cast<int>(op)];
 }
 
@@ -112,9 +112,12 @@ std::string where(const Thread& t) {
 std::string state_of(const Thread& t) {
   char buf[64];
   switch (t.state) {
-    case State::Ready: return "runnable";
-    case State::Done: return "exited";
-    case State::Barrier: return std::string("at __syncthreads() ") + t.file + ":" + std::to_string(t.line);
+    case State::Ready:
+      return "runnable";
+    case State::Done:
+      return "exited";
+    case State::Barrier:
+      return std::string("at __syncthreads() ") + t.file + ":" + std::to_string(t.line);
     case State::Warp:
       std::snprintf(buf, sizeof buf, " mask 0x%08x ", t.mask);
       return std::string("at ") + op_name(t.op) + buf + t.file + ":" + std::to_string(t.line);
@@ -139,7 +142,8 @@ void release_barrier() {
   const Thread* first = nullptr;
   for (const Thread& t : g_block.threads) {
     if (t.state != State::Barrier) continue;
-    if (!first) first = &t;
+    if (!first)
+      first = &t;
     else if (t.line != first->line || std::strcmp(t.file, first->file) != 0)
       block_fatal("__syncthreads() reached from different places in one block", false);
   }
@@ -171,17 +175,30 @@ void complete_collective(Thread& t) {
     const int lane = static_cast<int>(j), seg = lane & ~(w - 1), in_seg = lane & (w - 1);
     int src = lane;
     switch (t.op) {
-      case WarpOp::Shfl: src = seg + (u.arg & (w - 1)); break;
-      case WarpOp::ShflUp: src = in_seg >= u.arg ? lane - u.arg : lane; break;
-      case WarpOp::ShflDown: src = in_seg + u.arg < w ? lane + u.arg : lane; break;
-      case WarpOp::ShflXor: src = (lane ^ u.arg) > (lane | (w - 1)) ? lane : (lane ^ u.arg); break;
-      default: break;
+      case WarpOp::Shfl:
+        src = seg + (u.arg & (w - 1));
+        break;
+      case WarpOp::ShflUp:
+        src = in_seg >= u.arg ? lane - u.arg : lane;
+        break;
+      case WarpOp::ShflDown:
+        src = in_seg + u.arg < w ? lane + u.arg : lane;
+        break;
+      case WarpOp::ShflXor:
+        src = (lane ^ u.arg) > (lane | (w - 1)) ? lane : (lane ^ u.arg);
+        break;
+      default:
+        break;
     }
-    if (t.op == WarpOp::Ballot) u.result = ballot;
-    else if (t.op == WarpOp::Any) u.result = ballot != 0;
-    else if (t.op == WarpOp::All) u.result = ballot == mask;
+    if (t.op == WarpOp::Ballot)
+      u.result = ballot;
+    else if (t.op == WarpOp::Any)
+      u.result = ballot != 0;
+    else if (t.op == WarpOp::All)
+      u.result = ballot == mask;
     // Reading a lane outside the mask is undefined on the GPU: hand back all-ones (a NaN).
-    else u.result = (mask >> src) & 1u ? lanes[src].value : ~0ull;
+    else
+      u.result = (mask >> src) & 1u ? lanes[src].value : ~0ull;
     u.state = State::Ready;
   }
 }
@@ -190,8 +207,7 @@ uint64_t g_launches = 0;
 
 }  // namespace
 
-uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file,
-                         int line) {
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line) {
   Thread& t = *g_block.current;
   t.op = op, t.mask = mask, t.value = value, t.arg = arg, t.width = width, t.file = file, t.line = line;
   t.state = State::Warp;
@@ -205,14 +221,15 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
     const size_t idx = t.warp * 32 + j;
     if (idx >= g_block.threads.size())
       block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) +
-                  " is named in the mask but does not exist (block of " +
-                  std::to_string(g_block.threads.size()) + " threads)", true);
+                      " is named in the mask but does not exist (block of " + std::to_string(g_block.threads.size()) +
+                      " threads)",
+                  true);
     const Thread& u = g_block.threads[idx];
     if (u.state == State::Done)
       block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) + " of the mask has exited", true);
     if (u.state == State::Warp && (u.op != op || u.mask != mask || u.width != width))
-      block_fatal("warp collective mismatch: " + where(t) + " " + state_of(t) + " but " + where(u) + " " +
-                  state_of(u), true);
+      block_fatal("warp collective mismatch: " + where(t) + " " + state_of(t) + " but " + where(u) + " " + state_of(u),
+                  true);
     if (u.state != State::Warp) complete = false;
   }
   if (complete) complete_collective(t);
@@ -252,8 +269,8 @@ void run_kernel(const KernelLaunch& k) {
     std::fill(B.smem.begin(), B.smem.end(), 0xFF);
     for (unsigned i = 0; i < nthreads; ++i) {
       Thread& t = B.threads[i];
-      t.coords = Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx,
-                        k.block, k.grid};
+      t.coords =
+          Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx, k.block, k.grid};
       t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready;
       t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&t, &k](ctx::fiber&& sched) {
         t.sched = std::move(sched);

@@ -53,8 +53,7 @@ cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream);
 enum class WarpOp : int { Sync, Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
 // Blocks the calling lane until every lane of `mask` reached the same op with the same mask;
 // returns the source lane's payload (shuffles) or the ballot of the predicates (votes).
-uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width,
-                         const char* file, int line);
+uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line);
 void syncthreads(const char* file, int line);
 
 // Warp intrinsics are macros expanding to At{__FILE__, __LINE__}.op(...), so that an abort
@@ -99,9 +98,7 @@ struct At {
   int all(unsigned mask, int pred) const {
     return static_cast<int>(warp_collective(WarpOp::All, mask, pred != 0, 0, 32, file, line));
   }
-  void syncwarp(unsigned mask = 0xffffffffu) const {
-    warp_collective(WarpOp::Sync, mask, 0, 0, 32, file, line);
-  }
+  void syncwarp(unsigned mask = 0xffffffffu) const { warp_collective(WarpOp::Sync, mask, 0, 0, 32, file, line); }
 };
 
 }  // namespace detail
@@ -109,8 +106,7 @@ struct At {
 // Enqueues `kernel` on `stream` (or records it into the stream's capture). The arguments are
 // converted to the kernel's parameter types and copied by value now, as <<<>>> does.
 template <class... P, class... A>
-cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                   A&&... args) {
+cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
   static_assert(sizeof...(P) == sizeof...(A), "simt::launch: wrong number of kernel arguments");
   auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
   detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
@@ -129,7 +125,8 @@ extern const dim3 blockDim;
 extern const dim3 gridDim;
 
 #define __syncthreads() ::simt::detail::syncthreads(__FILE__, __LINE__)
-#define SIMT_AT_ ::simt::detail::At{__FILE__, __LINE__}
+#define SIMT_AT_ \
+  ::simt::detail::At { __FILE__, __LINE__ }
 #define __syncwarp(...) SIMT_AT_.syncwarp(__VA_ARGS__)
 #define __shfl_sync(...) SIMT_AT_.shfl(__VA_ARGS__)
 #define __shfl_up_sync(...) SIMT_AT_.shfl_up(__VA_ARGS__)

@@ -39,8 +39,7 @@ inline std::vector<float> poisoned(size_t n) { return std::vector<float>(n, pois
 // Elementwise: |got - ref| <= atol + rtol |ref| everywhere (1e-5 + 1e-4 |ref| for fp32 ops).
 inline ::testing::AssertionResult all_close(const std::vector<float>& got, const std::vector<float>& ref,
                                             double atol = 1e-5, double rtol = 1e-4) {
-  if (got.size() != ref.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " vs " << ref.size();
+  if (got.size() != ref.size()) return ::testing::AssertionFailure() << "size " << got.size() << " vs " << ref.size();
   for (size_t i = 0; i < got.size(); ++i) {
     const double g = got[i], r = ref[i];
     if (!(std::fabs(g - r) <= atol + rtol * std::fabs(r)))
@@ -64,13 +63,13 @@ double rel_l2(const A& got, const B& ref) {
 #if defined(GRPO_HAVE_CUDA)
 // Skips (never passes) a test when no CUDA device answers. Under the SIMT flavour the emulator
 // reports one device, so the same test runs on the CPU.
-#define GRPO_REQUIRE_DEVICE()                                                 \
-  do {                                                                        \
-    int count_ = 0;                                                           \
-    if (cudaGetDeviceCount(&count_) != cudaSuccess || count_ == 0) {          \
-      (void)cudaGetLastError();                                               \
+#define GRPO_REQUIRE_DEVICE()                                                  \
+  do {                                                                         \
+    int count_ = 0;                                                            \
+    if (cudaGetDeviceCount(&count_) != cudaSuccess || count_ == 0) {           \
+      (void)cudaGetLastError();                                                \
       GTEST_SKIP() << "needs a CUDA GPU (none found); the SIMT build runs it"; \
-    }                                                                         \
+    }                                                                          \
   } while (0)
 
 // Owning device array; copies are explicit and synchronous (tests only, never in the engine).

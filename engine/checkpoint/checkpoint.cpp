@@ -18,13 +18,14 @@
 
 namespace grpo {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors stores little-endian bytes as they are in memory");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "safetensors stores little-endian bytes as they are in memory");
 
 namespace {
 
 constexpr const char* kFormat = "grpo.cu checkpoint v1";
 constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // safetensors' own limit is 100 MB
-constexpr int kMaxHeaderDepth = 4;  // the format needs 3: header, a tensor, its shape
+constexpr int kMaxHeaderDepth = 4;                    // the format needs 3: header, a tensor, its shape
 
 // One named tensor of the file: where it lives in a slab (slab 0 params, 2 adam m, 3 adam v).
 struct Entry {
@@ -61,10 +62,17 @@ std::string float_str(float x) {
 }
 
 nlohmann::ordered_json scalars_to_json(const TrainScalars& s) {
-  return {{"epoch", s.epoch},         {"adam_step", s.adam_step}, {"lr0", s.lr0},
-          {"lr", s.lr},               {"grad_norm", s.grad_norm}, {"clip_scale", s.clip_scale},
-          {"nonfinite", s.nonfinite}, {"skipped_updates", s.skipped_updates},
-          {"loss", s.loss},           {"reward", s.reward},       {"score", s.score}};
+  return {{"epoch", s.epoch},
+          {"adam_step", s.adam_step},
+          {"lr0", s.lr0},
+          {"lr", s.lr},
+          {"grad_norm", s.grad_norm},
+          {"clip_scale", s.clip_scale},
+          {"nonfinite", s.nonfinite},
+          {"skipped_updates", s.skipped_updates},
+          {"loss", s.loss},
+          {"reward", s.reward},
+          {"score", s.score}};
 }
 
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
@@ -90,7 +98,8 @@ TrainScalars scalars_from_json(const std::string& path, const nlohmann::json& j)
     } else {
       bad(path, std::string("metadata \"train_scalars\" field \"") + k + "\" is missing or not a number");
     }
-    if (finite && !std::isfinite(out)) bad(path, std::string("metadata \"train_scalars\" field \"") + k + "\" is not finite");
+    if (finite && !std::isfinite(out))
+      bad(path, std::string("metadata \"train_scalars\" field \"") + k + "\" is not finite");
   };
   u32("epoch", s.epoch);
   u32("adam_step", s.adam_step);
@@ -116,7 +125,8 @@ std::string checkpoint_file_name(uint32_t epochs_done) {
 
 std::string checkpoint_bytes(const TrainConfig& c, const RunState& s, float best_score, uint32_t best_epoch) {
   const ParamLayout l(c.hidden_size, c.obs_dim());
-  if (s.slabs.size() != 4 * l.total) throw std::invalid_argument("checkpoint_bytes: the state does not match the config");
+  if (s.slabs.size() != 4 * l.total)
+    throw std::invalid_argument("checkpoint_bytes: the state does not match the config");
   nlohmann::ordered_json h;
   h["__metadata__"] = {{"format", kFormat},
                        {"config", config_to_json(c).dump()},
@@ -142,7 +152,8 @@ std::string checkpoint_bytes(const TrainConfig& c, const RunState& s, float best
   for (int i = 0; i < 8; ++i) out.push_back(char((n >> (8 * i)) & 0xFF));
   out += header;
   for (const Entry& e : es)
-    out.append(reinterpret_cast<const char*>(s.slabs.data() + e.slab * l.total + e.t->offset), e.t->size() * sizeof(float));
+    out.append(reinterpret_cast<const char*>(s.slabs.data() + e.slab * l.total + e.t->offset),
+               e.t->size() * sizeof(float));
   return out;
 }
 
@@ -158,7 +169,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   if (!in) bad(path, std::string("cannot open: ") + std::strerror(errno));
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) bad(path, "read error");
-  if (file.size() < 8) bad(path, "truncated: " + std::to_string(file.size()) + " bytes, not even the 8-byte header length");
+  if (file.size() < 8)
+    bad(path, "truncated: " + std::to_string(file.size()) + " bytes, not even the 8-byte header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(file[i])) << (8 * i);
   if (n > kMaxHeader || n > file.size() - 8)
@@ -206,7 +218,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     const std::string b = meta_str("best_score");
     char* end = nullptr;
     ck.best_score = std::strtof(b.c_str(), &end);
-    if (b.empty() || *end != '\0' || std::isnan(ck.best_score)) bad(path, "__metadata__ \"best_score\" is not a number");
+    if (b.empty() || *end != '\0' || std::isnan(ck.best_score))
+      bad(path, "__metadata__ \"best_score\" is not a number");
     const std::string e = meta_str("best_epoch");
     const unsigned long long be = std::strtoull(e.c_str(), &end, 10);
     if (e.empty() || *end != '\0' || be > UINT32_MAX) bad(path, "__metadata__ \"best_epoch\" is not a count");
@@ -237,7 +250,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     const nlohmann::json& t = *it;
     if (!t.is_object() || !t.contains("dtype") || !t.contains("shape") || !t.contains("data_offsets"))
       bad(path, "tensor \"" + e.name + "\" lacks dtype, shape or data_offsets");
-    if (t["dtype"] != "F32") bad(path, "tensor \"" + e.name + "\" has dtype " + json_excerpt(t["dtype"]) + ", want F32");
+    if (t["dtype"] != "F32")
+      bad(path, "tensor \"" + e.name + "\" has dtype " + json_excerpt(t["dtype"]) + ", want F32");
     std::vector<int64_t> shape;
     std::vector<uint64_t> off;
     try {
@@ -258,7 +272,8 @@ Checkpoint load_checkpoint(const std::string& path) {
     float* dst = ck.state.slabs.data() + e.slab * l.total + e.t->offset;
     std::memcpy(dst, file.data() + data_begin + off[0], bytes);
     for (size_t i = 0; i < e.t->size(); ++i)
-      if (!std::isfinite(dst[i])) bad(path, "tensor \"" + e.name + "\" holds a non-finite value at index " + std::to_string(i));
+      if (!std::isfinite(dst[i]))
+        bad(path, "tensor \"" + e.name + "\" holds a non-finite value at index " + std::to_string(i));
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)

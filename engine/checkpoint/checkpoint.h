@@ -21,8 +21,8 @@ namespace grpo {
 
 struct Checkpoint {
   TrainConfig config;
-  RunState state;              // params and moments (gradients zero), scalars
-  float best_score = 0;        // -inf when no epoch had been scored yet
+  RunState state;        // params and moments (gradients zero), scalars
+  float best_score = 0;  // -inf when no epoch had been scored yet
   uint32_t best_epoch = 0;
   bool has_optimizer = false;  // false: a parameters-only file (fine for play/eval, not for resume)
 };

@@ -26,7 +26,8 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   if (dir.empty()) dir = ".";
   // Same directory as the target, so rename() is atomic (one file system); the pid keeps two
   // writers (a second grpo on the same --out) from sharing a temporary.
-  const std::string tmp = (dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
+  const std::string tmp =
+      (dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
   const PartialFile partial(tmp.c_str());  // a second Ctrl-C or SIGTERM removes it
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create", tmp, errno);

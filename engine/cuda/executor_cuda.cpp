@@ -174,7 +174,7 @@ class CudaExecutor final : public Executor {
   StepBuffers buffers_{};
   uint32_t event_epoch_[kMetricsRing] = {};  // the epoch each event's launch ran
   uint64_t launched_ = 0;
-  bool warmed_up_ = false;  // an epoch has run eagerly (capturing is allowed from then on)
+  bool warmed_up_ = false;   // an epoch has run eagerly (capturing is allowed from then on)
   uint32_t next_epoch_ = 0;  // host mirror of the device epoch counter, for naming launches
 };
 

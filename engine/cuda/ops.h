@@ -28,15 +28,14 @@ class CudaOps final : public Ops {
   void layernorm_residual_backward(const LayerNormBackward& a) override;
   void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                  const DropoutSpec& d) override;
-  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
-                                  int M, int N, const DropoutSpec& d, float* scratch) override;
+  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias, int M,
+                                  int N, const DropoutSpec& d, float* scratch) override;
   void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                       int32_t* actions) override;
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
   void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) override;
-  void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
-                            float* stats_out) override;
+  void normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) override;
   void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) override;
   void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
              const AdamWConfig& cfg) override;

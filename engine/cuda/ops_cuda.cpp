@@ -17,8 +17,8 @@ namespace grpo {
 void CudaOps::games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) {
   games_reset_cuda(game_, g, replicas_, seed, epoch, obs, stream_);
 }
-void CudaOps::games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch,
-                         uint32_t t, float* reward, float* obs_next) {
+void CudaOps::games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
+                         float* reward, float* obs_next) {
   games_step_cuda(game_, g, actions, seed, epoch, t, reward, obs_next, stream_);
 }
 void CudaOps::linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) {
@@ -27,8 +27,7 @@ void CudaOps::linear_forward(const float* X, const float* W, const float* b, flo
 void CudaOps::linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) {
   linear_backward_input_cuda(blas_, dY, W, dX, M, N, K, stream_);
 }
-void CudaOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
-                                     bool accumulate) {
+void CudaOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate) {
   linear_backward_weight_cuda(blas_, dY, X, dW, M, N, K, accumulate, stream_);
 }
 void CudaOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
@@ -38,15 +37,15 @@ void CudaOps::layernorm_residual_forward(const LayerNormForward& a) {
   layernorm_residual_forward_cuda(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N, stream_);
 }
 void CudaOps::layernorm_residual_backward(const LayerNormBackward& a) {
-  layernorm_residual_backward_cuda(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N,
-                                   a.scratch, stream_);
+  layernorm_residual_backward_cuda(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N, a.scratch,
+                                   stream_);
 }
 void CudaOps::bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                         const DropoutSpec& d) {
   bias_gelu_dropout_forward_cuda(a, bias, out, M, N, d, stream_);
 }
-void CudaOps::bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da,
-                                         float* dbias, int M, int N, const DropoutSpec& d, float* scratch) {
+void CudaOps::bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                         int M, int N, const DropoutSpec& d, float* scratch) {
   bias_gelu_dropout_backward_cuda(dout, a, bias, da, dbias, M, N, d, scratch, stream_);
 }
 void CudaOps::sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
@@ -71,8 +70,12 @@ void CudaOps::adamw(float* params, const float* grads, float* m, float* v, size_
   adamw_cuda(params, grads, m, v, n, s, cfg, stream_);
 }
 void CudaOps::advance_schedule(TrainScalars* s) { advance_schedule_cuda(s, stream_); }
-void CudaOps::mean_f32(const float* x, int n, float* out, float* scratch) { mean_f32_cuda(x, n, out, scratch, stream_); }
-void CudaOps::mean_i32(const int32_t* x, int n, float* out, float* scratch) { mean_i32_cuda(x, n, out, scratch, stream_); }
+void CudaOps::mean_f32(const float* x, int n, float* out, float* scratch) {
+  mean_f32_cuda(x, n, out, scratch, stream_);
+}
+void CudaOps::mean_i32(const int32_t* x, int n, float* out, float* scratch) {
+  mean_i32_cuda(x, n, out, scratch, stream_);
+}
 void CudaOps::snapshot_metrics(const TrainScalars* s, TrainScalars* ring) { snapshot_metrics_cuda(s, ring, stream_); }
 void CudaOps::zero(void* p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
 void CudaOps::range_push(const char* name) {

@@ -7,7 +7,7 @@
 #include "kernels/activations_colsum.h"
 #include "kernels/dropout_fast_host.h"
 #include "kernels/gelu.h"
-#include "cpu/gelu_fast.h"
+#include "kernels/gelu_vec_host.h"
 #include "cpu/parallel.h"
 #include "kernels/policy_head.h"
 
@@ -97,11 +97,13 @@ void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& s, const Hea
   auto chunk = [&](int ch) {
     thread_local std::vector<float> row;  // h2 and gk of the row in hand; grows once per thread
     if (row.size() < 2 * size_t(H)) row.resize(2 * size_t(H));
-    head_rows(h, epoch, uint32_t(block.row0), inv_m, int(ch * rows), std::min<int>(h.M, int((ch + 1) * rows)), s.partial.data() + ch * stride,
-              s.loss.data() + ch, row.data(), row.data() + H);
+    head_rows(h, epoch, uint32_t(block.row0), inv_m, int(ch * rows), std::min<int>(h.M, int((ch + 1) * rows)),
+              s.partial.data() + ch * stride, s.loss.data() + ch, row.data(), row.data() + H);
   };
-  if (double(h.M) * H >= hostmath::kParallelElements) hostpar::parallel_for(int(chunks), chunk);
-  else for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
+  if (double(h.M) * H >= hostmath::kParallelElements)
+    hostpar::parallel_for(int(chunks), chunk);
+  else
+    for (unsigned ch = 0; ch < chunks; ++ch) chunk(int(ch));
 
   // Stage two: chunks added in order, in double.
   auto finish = [&](size_t offset, float* out, size_t n) {
@@ -116,8 +118,10 @@ void policy_head_loss_host(const Ops::HeadLoss& h, HeadLossScratch& s, const Hea
   finish(4 * size_t(H), h.g_b_out, kActions);
   double loss = 0;
   for (unsigned ch = 0; ch < chunks; ++ch) loss += s.loss[ch];
-  if (block.loss_sum) *block.loss_sum = loss;
-  else *h.loss = float(loss / h.M);
+  if (block.loss_sum)
+    *block.loss_sum = loss;
+  else
+    *h.loss = float(loss / h.M);
 }
 
 }  // namespace grpo

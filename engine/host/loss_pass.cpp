@@ -56,12 +56,13 @@ void loss_pass_host(const Ops::LossPass& l, LossPassScratch& s) {
     // dW1 (+)= da1^T h1 and dh1 = da1 W1 are independent and equal in FLOPs: one thread each,
     // every operand packed once (split over threads, each product packed h1 or W1 twice).
     hostpar::parallel_for(2, [&](int task) {
-      if (task == 0) linear_backward_weight_host(s.da1.data(), l.acts.h1 + o, l.g.fc1_w, rows, H, H, r0 > 0);
-      else linear_backward_input_host(s.da1.data(), l.p.fc1_w, s.dh1.data(), rows, H, H);
+      if (task == 0)
+        linear_backward_weight_host(s.da1.data(), l.acts.h1 + o, l.g.fc1_w, rows, H, H, r0 > 0);
+      else
+        linear_backward_input_host(s.da1.data(), l.p.fc1_w, s.dh1.data(), rows, H, H);
     });
-    layernorm_input_backward_host(s.dh1.data(), l.acts.h0 + o, l.X + size_t(r0) * D, l.p.ln_gamma,
-                                  l.acts.ln_mean + r0, l.acts.ln_rstd + r0, b_gamma, b_beta, b_win, rows, H, D,
-                                  s.ln_partial.data());
+    layernorm_input_backward_host(s.dh1.data(), l.acts.h0 + o, l.X + size_t(r0) * D, l.p.ln_gamma, l.acts.ln_mean + r0,
+                                  l.acts.ln_rstd + r0, b_gamma, b_beta, b_win, rows, H, D, s.ln_partial.data());
     for (size_t i = 0; i < n_tot; ++i) s.totals[i] += bg[i];
   }
 

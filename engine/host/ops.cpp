@@ -16,8 +16,8 @@ namespace grpo {
 void HostOps::games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) {
   games_reset_host(game_, g, replicas_, seed, epoch, obs);
 }
-void HostOps::games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch,
-                         uint32_t t, float* reward, float* obs_next) {
+void HostOps::games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
+                         float* reward, float* obs_next) {
   games_step_host(game_, g, actions, seed, epoch, t, reward, obs_next);
 }
 void HostOps::linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) {
@@ -29,8 +29,7 @@ void HostOps::linear_backward_input(const float* dY, const float* W, float* dX, 
   linear_backward_input_host(dY, W, dX, M, N, K);
 }
 void HostOps::weights_unchanged(const float* W, int N, int K) { packed::pack_transposed(W, N, K, fixed_fwd_); }
-void HostOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
-                                     bool accumulate) {
+void HostOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate) {
   linear_backward_weight_host(dY, X, dW, M, N, K, accumulate);
 }
 void HostOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
@@ -40,8 +39,7 @@ void HostOps::layernorm_residual_forward(const LayerNormForward& a) {
   layernorm_residual_forward_host(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N);
 }
 void HostOps::layernorm_residual_backward(const LayerNormBackward& a) {
-  layernorm_residual_backward_host(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N,
-                                   a.scratch);
+  layernorm_residual_backward_host(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N, a.scratch);
 }
 void HostOps::layernorm_input_backward(const LayerNormInputBackward& a) {
   const LayerNormBackward& ln = a.ln;
@@ -54,8 +52,8 @@ void HostOps::bias_gelu_dropout_forward(const float* a, const float* bias, float
                                         const DropoutSpec& d) {
   bias_gelu_dropout_forward_host(a, bias, out, M, N, d);
 }
-void HostOps::bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da,
-                                         float* dbias, int M, int N, const DropoutSpec& d, float* scratch) {
+void HostOps::bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
+                                         int M, int N, const DropoutSpec& d, float* scratch) {
   bias_gelu_dropout_backward_host(dout, a, bias, da, dbias, M, N, d, scratch);
 }
 void HostOps::sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,

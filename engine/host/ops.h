@@ -32,8 +32,8 @@ class HostOps final : public Ops {
   void layernorm_input_backward(const LayerNormInputBackward& a) override;
   void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                  const DropoutSpec& d) override;
-  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias,
-                                  int M, int N, const DropoutSpec& d, float* scratch) override;
+  void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias, int M,
+                                  int N, const DropoutSpec& d, float* scratch) override;
   void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                       int32_t* actions) override;
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
@@ -45,8 +45,7 @@ class HostOps final : public Ops {
   // Blocks of rows that stay in cache (engine/host/loss_pass.h).
   void loss_pass(const LossPass& l) override;
   void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) override;
-  void normalize_advantages(const float* returns, float* adv, int count, float* scratch,
-                            float* stats_out) override;
+  void normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) override;
   void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) override;
   void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
              const AdamWConfig& cfg) override;
@@ -61,7 +60,7 @@ class HostOps final : public Ops {
   int replicas_;
   HeadLossScratch head_scratch_;
   LossPassScratch loss_scratch_;
-  packed::PackedB fixed_fwd_;  // W^T of the weights_unchanged matrix
+  packed::PackedB fixed_fwd_;            // W^T of the weights_unchanged matrix
   std::vector<float> ln_input_partial_;  // grown on first use, then reused
 };
 

@@ -41,7 +41,8 @@ void rollout_host(const Ops::Rollout& r, const GameConfig& game, int replicas, c
       if (!avx512mm::forward_few_inputs_rows(r.obs + row * D, fc_in_t, a.h0, g0, g1, H, D))
         linear_forward_host(obs, r.p.fc_in_w, nullptr, h0, n, H, D);
       layernorm_residual_forward_host(h0, r.p.ln_gamma, r.p.ln_beta, h1, a.ln_mean + g0, a.ln_rstd + g0, n, H);
-      if (!(fc1_packed && packed::gemm(h1, n, *fc1, nullptr, a1))) linear_forward_host(h1, r.p.fc1_w, nullptr, a1, n, H, H);
+      if (!(fc1_packed && packed::gemm(h1, n, *fc1, nullptr, a1)))
+        linear_forward_host(h1, r.p.fc1_w, nullptr, a1, n, H, H);
       const DropoutSpec drop{r.dropout, r.seed, Purpose::DropoutRollout, r.epoch, uint32_t(t)};
       bias_gelu_dropout_forward_rows_host(a.a1, r.p.fc1_b, a.h2, g0, g1, H, drop);
       linear_forward_host(a.h2 + size_t(g0) * H, r.p.fc_out_w, r.p.fc_out_b, a.logits + size_t(g0) * kActions, n,

@@ -24,7 +24,12 @@ const float* HostPolicy::forward(const float* obs, int rows, float dropout, uint
   float* base = acts_.data();
   const size_t big = size_t(max_rows_) * H;
   // The last block holds the logits [rows, 3] and the LayerNorm mean and rstd [rows] each.
-  PolicyActs a{base, base + big, base + 2 * big, base + 3 * big, base + 4 * big, base + 4 * big + 3 * size_t(max_rows_),
+  PolicyActs a{base,
+               base + big,
+               base + 2 * big,
+               base + 3 * big,
+               base + 4 * big,
+               base + 4 * big + 3 * size_t(max_rows_),
                base + 4 * big + 4 * size_t(max_rows_)};
   HostOps ops(cfg_.game, cfg_.batch_size);
   const DropoutSpec drop{dropout, seed, Purpose::DropoutRollout, &epoch_, step};
@@ -50,7 +55,8 @@ std::vector<GameOutcome> play_games(const TrainConfig& cfg, HostPolicy& policy, 
   std::vector<bool> done(static_cast<size_t>(n), false);
   std::vector<GameOutcome> out(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
-    s[i] = start_state((opt.first_game + i) % g.groups(), start_fruit_x(g.screen_width, opt.seed, 0, uint32_t(opt.first_game + i)));
+    s[i] = start_state((opt.first_game + i) % g.groups(),
+                       start_fruit_x(g.screen_width, opt.seed, 0, uint32_t(opt.first_game + i)));
   std::vector<float> obs(size_t(n) * D);
   if (on_step) on_step(-1, s);
   int live = n;
@@ -62,7 +68,9 @@ std::vector<GameOutcome> play_games(const TrainConfig& cfg, HostPolicy& policy, 
       if (done[i]) continue;
       const int32_t a = choose_action(logits + size_t(i) * kActions, opt.greedy,
                                       action_uniform(opt.seed, 0, uint32_t(t), uint32_t(opt.first_game + i)));
-      s[i] = step(g, s[i], a, spawn_draws(g.screen_width, g.max_fruits, opt.seed, 0, uint32_t(t), uint32_t(opt.first_game + i))).state;
+      s[i] = step(g, s[i], a,
+                  spawn_draws(g.screen_width, g.max_fruits, opt.seed, 0, uint32_t(t), uint32_t(opt.first_game + i)))
+                 .state;
       const bool won = s[i].score >= g.win_score, lost = s[i].score <= g.fail_score;
       if (won || lost || t + 1 == opt.max_steps) {
         done[i] = true;

@@ -18,10 +18,10 @@ namespace grpo {
 
 struct PlayOptions {
   int games = 1;
-  int first_game = 0;     // global index of the first game (keys its draws): eval plays in chunks
-  int max_steps = 1000;   // step cap per game
-  bool greedy = false;    // argmax of the logits instead of sampling
-  float dropout = 0.f;    // the reference plays in training mode (0.1); 0 is the usual evaluation
+  int first_game = 0;    // global index of the first game (keys its draws): eval plays in chunks
+  int max_steps = 1000;  // step cap per game
+  bool greedy = false;   // argmax of the logits instead of sampling
+  float dropout = 0.f;   // the reference plays in training mode (0.1); 0 is the usual evaluation
   uint64_t seed = 1;
 };
 

@@ -44,7 +44,8 @@ inline TrainConfig tiny_config() {
 
 // Runs `epochs` epochs from the initial state on `ex` and returns the final state; every
 // epoch's metrics go to *metrics when given.
-inline RunState run_epochs(const TrainConfig& c, Executor& ex, int epochs, std::vector<TrainScalars>* metrics = nullptr) {
+inline RunState run_epochs(const TrainConfig& c, Executor& ex, int epochs,
+                           std::vector<TrainScalars>* metrics = nullptr) {
   ex.set_state(initial_state(c));
   TrainConfig run = c;
   run.total_epochs = epochs;

@@ -80,8 +80,8 @@ inline void run_golden(Ops& ops, const Memory& mem) {
   mem.upload(act, actions.data(), actions.size() * 4);
   float* A = put(adv);
   const size_t MH = size_t(M) * H;
-  PolicyActs a{put(poisoned(MH)), put(poisoned(MH)), put(poisoned(MH)), put(poisoned(MH)),
-               put(poisoned(M * kActions)), put(poisoned(M)), put(poisoned(M))};
+  PolicyActs a{put(poisoned(MH)),           put(poisoned(MH)), put(poisoned(MH)), put(poisoned(MH)),
+               put(poisoned(M * kActions)), put(poisoned(M)),  put(poisoned(M))};
   float* trunk_work = put(poisoned(MH));
   float* dlogits = put(poisoned(M * kActions));
   float* scratch = put(std::vector<float>(1 << 16, 0.f));

@@ -81,10 +81,9 @@ TEST(Checkpoint, SafetensorsLayoutWithPyTorchNamesAndShapes) {
   EXPECT_EQ((8 + n) % 8, 0u) << "data should start 8-byte aligned";
   const nlohmann::json h = header(t.bytes);
   const int H = t.c.hidden_size, D = t.c.obs_dim();
-  const std::map<std::string, std::vector<int>> want = {{"fc_in.weight", {H, D}}, {"layer_norm.weight", {H}},
-                                                         {"layer_norm.bias", {H}}, {"fc1.weight", {H, H}},
-                                                         {"fc1.bias", {H}},        {"fc_out.weight", {3, H}},
-                                                         {"fc_out.bias", {3}}};
+  const std::map<std::string, std::vector<int>> want = {
+      {"fc_in.weight", {H, D}}, {"layer_norm.weight", {H}}, {"layer_norm.bias", {H}}, {"fc1.weight", {H, H}},
+      {"fc1.bias", {H}},        {"fc_out.weight", {3, H}},  {"fc_out.bias", {3}}};
   size_t data = 0;
   for (const auto& [name, shape] : want)
     for (const std::string prefix : {"", "optimizer.exp_avg.", "optimizer.exp_avg_sq."}) {
@@ -139,8 +138,7 @@ TEST(Checkpoint, RoundTripIsExact) {
 TEST(Checkpoint, ParametersOnlyFileLoadsForPlay) {
   const Trained& t = trained();
   nlohmann::json h = header(t.bytes);
-  for (auto it = h.begin(); it != h.end();)
-    it = it.key().rfind("optimizer.", 0) == 0 ? h.erase(it) : std::next(it);
+  for (auto it = h.begin(); it != h.end();) it = it.key().rfind("optimizer.", 0) == 0 ? h.erase(it) : std::next(it);
   const fs::path p = temp_dir() / "params.safetensors";
   spit(p, with_header(t.bytes, h));
   const Checkpoint ck = load_checkpoint(p.string());
@@ -175,21 +173,34 @@ const Corruption kCorruptions[] = {
     {"Empty", "truncated", [](const std::string&) { return std::string(); }},
     {"FiveBytes", "truncated", [](const std::string& b) { return b.substr(0, 5); }},
     {"HeaderLengthHuge", "bad header length",
-     [](const std::string& b) { std::string o = b; o[7] = char(0x40); return o; }},
+     [](const std::string& b) {
+       std::string o = b;
+       o[7] = char(0x40);
+       return o;
+     }},
     {"HeaderLengthPastEnd", "bad header length",
      [](const std::string& b) { return b.substr(0, 8 + header_len(b) - 3); }},
     {"TruncatedData", "the data section holds", [](const std::string& b) { return b.substr(0, b.size() - 10); }},
-    {"BadJson", "not valid JSON", [](const std::string& b) { std::string o = b; o[8] = 'x'; return o; }},
+    {"BadJson", "not valid JSON",
+     [](const std::string& b) {
+       std::string o = b;
+       o[8] = 'x';
+       return o;
+     }},
     {"HeaderNotObject", "not a JSON object",
-     [](const std::string& b) { return with_header(b, nlohmann::json::array({1, 2})); }},
-    {"NoMetadata", "__metadata__", [](const std::string& b) { return set_in_header(b, [](auto& h) { h.erase("__metadata__"); }); }},
+     [](const std::string& b) {
+       return with_header(b, nlohmann::json::array({1, 2}));
+     }},
+    {"NoMetadata", "__metadata__",
+     [](const std::string& b) { return set_in_header(b, [](auto& h) { h.erase("__metadata__"); }); }},
     {"MetadataNotString", "not a string",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["__metadata__"]["epoch"] = 3; }); }},
     {"OtherFormat", "unknown format",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["__metadata__"]["format"] = "x"; }); }},
     {"ConfigNotJson", "config",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["__metadata__"]["config"] = "{oops"; }); }},
-    {"ConfigOutOfRange", "--hidden-size", [](const std::string& b) {
+    {"ConfigOutOfRange", "--hidden-size",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) {
          auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
          c["hidden_size"] = 3;
@@ -197,14 +208,16 @@ const Corruption kCorruptions[] = {
        });
      }},
     // An integer field given as a fraction or beyond its type: refused, never truncated.
-    {"ConfigIntegerAsFraction", "hidden_size", [](const std::string& b) {
+    {"ConfigIntegerAsFraction", "hidden_size",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) {
          auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
          c["hidden_size"] = c["hidden_size"].template get<int>() + 0.9;
          h["__metadata__"]["config"] = c.dump();
        });
      }},
-    {"ConfigIntegerBeyondInt", "hidden_size", [](const std::string& b) {
+    {"ConfigIntegerBeyondInt", "hidden_size",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) {
          auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
          c["hidden_size"] = (int64_t{1} << 32) + c["hidden_size"].template get<int64_t>();
@@ -218,24 +231,35 @@ const Corruption kCorruptions[] = {
     {"WrongDtype", "dtype",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["fc1.bias"]["dtype"] = "F16"; }); }},
     {"WrongShape", "shape",
-     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["fc1.weight"]["shape"] = {10, 40}; }); }},
+     [](const std::string& b) { return set_in_header(b, [](auto& h) {
+                                  h["fc1.weight"]["shape"] = {10, 40};
+                                }); }},
     {"VectorAsMatrix", "shape",
-     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["fc1.bias"]["shape"] = {20, 1}; }); }},
-    {"OffsetsOutOfRange", "data_offsets", [](const std::string& b) {
+     [](const std::string& b) { return set_in_header(b, [](auto& h) {
+                                  h["fc1.bias"]["shape"] = {20, 1};
+                                }); }},
+    {"OffsetsOutOfRange", "data_offsets",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) { h["fc_out.bias"]["data_offsets"] = {1000000, 1000012}; });
      }},
     {"OffsetsReversed", "data_offsets",
-     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["fc_out.bias"]["data_offsets"] = {12, 0}; }); }},
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) { h["fc_out.bias"]["data_offsets"] = {12, 0}; });
+     }},
     {"OffsetsWrongLength", "data_offsets",
-     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["fc_out.bias"]["data_offsets"] = {0, 8}; }); }},
-    {"OffsetsOverlap", "overlap", [](const std::string& b) {
+     [](const std::string& b) { return set_in_header(b, [](auto& h) {
+                                  h["fc_out.bias"]["data_offsets"] = {0, 8};
+                                }); }},
+    {"OffsetsOverlap", "overlap",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) { h["fc_out.bias"]["data_offsets"] = {4, 16}; });
      }},
-    {"MissingTensor", "\"fc1.bias\" is missing", [](const std::string& b) { return set_in_header(b, [](auto& h) { h.erase("fc1.bias"); }); }},
-    {"UnexpectedTensor", "unexpected tensor", [](const std::string& b) {
-       return set_in_header(b, [](auto& h) { h["extra"] = h["fc_out.bias"]; });
-     }},
-    {"OnlyOneMoment", "optimizer.exp_avg_sq.fc_in.weight\" is missing", [](const std::string& b) {
+    {"MissingTensor", "\"fc1.bias\" is missing",
+     [](const std::string& b) { return set_in_header(b, [](auto& h) { h.erase("fc1.bias"); }); }},
+    {"UnexpectedTensor", "unexpected tensor",
+     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["extra"] = h["fc_out.bias"]; }); }},
+    {"OnlyOneMoment", "optimizer.exp_avg_sq.fc_in.weight\" is missing",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) {
          for (auto it = h.begin(); it != h.end();)
            it = it.key().rfind("optimizer.exp_avg_sq.", 0) == 0 ? h.erase(it) : std::next(it);
@@ -243,22 +267,26 @@ const Corruption kCorruptions[] = {
      }},
     // Hostile headers: deep nesting (printing it would recurse), a key with a newline, and a
     // valid but huge configuration over a small data section (its slabs would be allocated).
-    {"DeeplyNestedHeader", "nested deeper than", [](const std::string& b) {
+    {"DeeplyNestedHeader", "nested deeper than",
+     [](const std::string& b) {
        std::string text = b.substr(8, header_len(b));
        const size_t at = text.find("\"F32\"");
        return with_header_text(b, text.replace(at, 5, std::string(100000, '[') + std::string(100000, ']')));
      }},
     {"KeyWithNewline", "unexpected tensor \"bad\\nname\"",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["bad\nname"] = 1; }); }},
-    {"HugeConfigSmallData", "the stored configuration needs", [](const std::string& b) {
+    {"HugeConfigSmallData", "the stored configuration needs",
+     [](const std::string& b) {
        return set_in_header(b, [](auto& h) {
          auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
          c["hidden_size"] = 8192;
          h["__metadata__"]["config"] = c.dump();
        });
      }},
-    {"NaNInParameters", "non-finite", [](const std::string& b) { return poison_tensor(b, "fc1.weight", std::nanf(""), 57); }},
-    {"InfInMoment", "non-finite", [](const std::string& b) {
+    {"NaNInParameters", "non-finite",
+     [](const std::string& b) { return poison_tensor(b, "fc1.weight", std::nanf(""), 57); }},
+    {"InfInMoment", "non-finite",
+     [](const std::string& b) {
        return poison_tensor(b, "optimizer.exp_avg_sq.layer_norm.bias", std::numeric_limits<float>::infinity(), 3);
      }},
 };

@@ -58,7 +58,8 @@ TEST(CheckpointTorch, WeightsLoadIntoThePyTorchModuleAndAgree) {
   for (size_t i = 0; i < pythons.size() && (rc == 77 || rc == 127); ++i)
     rc = sh(pythons[i] + " " GRPO_SOURCE_DIR "/tools/check_checkpoint_torch.py " + ckpt + " " + expected);
   fs::remove_all(dir);
-  if (rc == 77 || rc == 127) GTEST_SKIP() << "no Python here imports torch (apt-get install python3-torch to run this test)";
+  if (rc == 77 || rc == 127)
+    GTEST_SKIP() << "no Python here imports torch (apt-get install python3-torch to run this test)";
   EXPECT_EQ(rc, 0);
 }
 

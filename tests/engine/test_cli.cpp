@@ -51,36 +51,26 @@ TEST_P(BadFlag, RefusedWithOneLineNamingTheFlagAndNothingWritten) {
 
 INSTANTIATE_TEST_SUITE_P(
     Train, BadFlag,
-    ::testing::Values(std::make_pair("--hidden-size 0", "--hidden-size"),
-                      std::make_pair("--hidden-size 9000", "--hidden-size"),
-                      std::make_pair("--hidden-size abc", "--hidden-size"),
-                      std::make_pair("--batch-size 0", "--batch-size"),
-                      std::make_pair("--total-epochs -3", "--total-epochs"),
-                      std::make_pair("--max-steps 0", "--max-steps"),
-                      std::make_pair("--lr-rate 0", "--lr-rate"),
-                      std::make_pair("--lr-rate 2", "--lr-rate"),
-                      std::make_pair("--dropout 1", "--dropout"),
-                      std::make_pair("--dropout -0.1", "--dropout"),
-                      std::make_pair("--patience -1", "--patience"),
-                      std::make_pair("--save-checkpoint-per-num-epoch 0", "--save-checkpoint-per-num-epoch"),
-                      std::make_pair("--save-checkpoint-per-num-epoch -2", "--save-checkpoint-per-num-epoch"),
-                      std::make_pair("--backend tpu", "--backend"),
-                      std::make_pair("--preset huge", "--preset"),
-                      std::make_pair("--screen-width 3", "--screen-width"),
-                      std::make_pair("--sprite-width 0", "--sprite-width"),
-                      std::make_pair("--min-fruits 4", "--min-fruits"),
-                      std::make_pair("--no-such-flag 1", "--no-such-flag"),
-                      // Integers are plain decimal: no hex, no blanks, no exponent, no sign where none fits.
-                      std::make_pair("--hidden-size 0x10", "--hidden-size"),
-                      std::make_pair("--hidden-size ' 16'", "--hidden-size"),
-                      std::make_pair("--batch-size 1e3", "--batch-size"),
-                      std::make_pair("--seed -1", "--seed"),
-                      std::make_pair("--screen-width 0x20", "--screen-width"),
-                      std::make_pair("--max-steps ''", "--max-steps"),
-                      std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps"),
-                      // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
-                      std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
-                      std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width")));
+    ::testing::Values(
+        std::make_pair("--hidden-size 0", "--hidden-size"), std::make_pair("--hidden-size 9000", "--hidden-size"),
+        std::make_pair("--hidden-size abc", "--hidden-size"), std::make_pair("--batch-size 0", "--batch-size"),
+        std::make_pair("--total-epochs -3", "--total-epochs"), std::make_pair("--max-steps 0", "--max-steps"),
+        std::make_pair("--lr-rate 0", "--lr-rate"), std::make_pair("--lr-rate 2", "--lr-rate"),
+        std::make_pair("--dropout 1", "--dropout"), std::make_pair("--dropout -0.1", "--dropout"),
+        std::make_pair("--patience -1", "--patience"),
+        std::make_pair("--save-checkpoint-per-num-epoch 0", "--save-checkpoint-per-num-epoch"),
+        std::make_pair("--save-checkpoint-per-num-epoch -2", "--save-checkpoint-per-num-epoch"),
+        std::make_pair("--backend tpu", "--backend"), std::make_pair("--preset huge", "--preset"),
+        std::make_pair("--screen-width 3", "--screen-width"), std::make_pair("--sprite-width 0", "--sprite-width"),
+        std::make_pair("--min-fruits 4", "--min-fruits"), std::make_pair("--no-such-flag 1", "--no-such-flag"),
+        // Integers are plain decimal: no hex, no blanks, no exponent, no sign where none fits.
+        std::make_pair("--hidden-size 0x10", "--hidden-size"), std::make_pair("--hidden-size ' 16'", "--hidden-size"),
+        std::make_pair("--batch-size 1e3", "--batch-size"), std::make_pair("--seed -1", "--seed"),
+        std::make_pair("--screen-width 0x20", "--screen-width"), std::make_pair("--max-steps ''", "--max-steps"),
+        std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps"),
+        // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
+        std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
+        std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width")));
 
 // A configuration that cannot fit in the memory this process may use is refused before anything
 // is allocated or written (about 40 GiB: the largest the 2^31-element bound allows). A machine
@@ -96,8 +86,8 @@ TEST(Cli, TooLargeForHostMemoryIsRefusedAndNothingWritten) {
   const std::string limit = kib > (size_t(38) << 20) ? "ulimit -v 16777216 && " : "";
   const fs::path out = fs::temp_directory_path() / ("grpo_cli_big_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  const Result r = run_grpo("train --backend host --hidden-size 8192 --max-steps 15000 --batch-size 1 --out " +
-                            out.string(), limit);
+  const Result r =
+      run_grpo("train --backend host --hidden-size 8192 --max-steps 15000 --batch-size 1 --out " + out.string(), limit);
   EXPECT_EQ(r.code, 2) << limit << r.err;
   EXPECT_NE(r.err.find("host memory"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
@@ -140,8 +130,10 @@ TEST(Cli, RepeatedFlagTakesTheLastValue) {
   namespace fs = std::filesystem;
   const fs::path out = fs::temp_directory_path() / ("grpo_cli_last_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  const Result r = run_grpo("train --backend host --hidden-size 8 --batch-size 1 --max-steps 2 --total-epochs 5 "
-                            "--total-epochs 1 --out " + out.string());
+  const Result r = run_grpo(
+      "train --backend host --hidden-size 8 --batch-size 1 --max-steps 2 --total-epochs 5 "
+      "--total-epochs 1 --out " +
+      out.string());
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("1 epochs"), std::string::npos) << r.err;
   fs::remove_all(out);

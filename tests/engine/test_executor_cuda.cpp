@@ -56,8 +56,8 @@ TEST(ExecutorCuda, CaptureGraphOnAFreshExecutorWarmsUpAndKeepsTheState) {
 // `grpo info --graph` captures on a fresh executor of the configuration it was given.
 TEST(ExecutorCuda, InfoGraphCapturesAfterAWarmUp) {
   GRPO_REQUIRE_DEVICE();
-  const std::string cmd = std::string(GRPO_BINARY_DIR) +
-                          "/grpo info --graph --hidden-size 8 --batch-size 1 --max-steps 2 2>&1";
+  const std::string cmd =
+      std::string(GRPO_BINARY_DIR) + "/grpo info --graph --hidden-size 8 --batch-size 1 --max-steps 2 2>&1";
   std::string out;
   EXPECT_EQ(command_output(cmd, out), 0) << out;
   EXPECT_NE(out.find("graph nodes        "), std::string::npos) << out;

@@ -26,8 +26,13 @@ Outputs run(HostOps& ops, const Case& c, const std::vector<float>& a1, const std
             const std::vector<float>& w_out, const std::vector<float>& b_out, const std::vector<int32_t>& actions,
             const std::vector<float>& adv, const uint32_t* epoch, bool fused, bool da1_aliases_h2) {
   const size_t MH = size_t(c.M) * c.H;
-  Outputs o{poisoned(size_t(c.M) * kActions), poisoned(size_t(c.M) * kActions), poisoned(MH), poisoned(c.H),
-            poisoned(size_t(kActions) * c.H), poisoned(kActions), poisoned(1)};
+  Outputs o{poisoned(size_t(c.M) * kActions),
+            poisoned(size_t(c.M) * kActions),
+            poisoned(MH),
+            poisoned(c.H),
+            poisoned(size_t(kActions) * c.H),
+            poisoned(kActions),
+            poisoned(1)};
   std::vector<float> h2 = poisoned(MH), dh2 = poisoned(MH), scratch(size_t(1) << 20, 0.f);
   Ops::HeadLoss h{};
   h.a1 = a1.data();
@@ -50,16 +55,18 @@ Outputs run(HostOps& ops, const Case& c, const std::vector<float>& a1, const std
   h.g_b_out = o.g_b_out.data();
   h.loss = o.loss.data();
   h.scratch = scratch.data();
-  if (fused) ops.policy_head_loss(h);
-  else ops.Ops::policy_head_loss(h);
+  if (fused)
+    ops.policy_head_loss(h);
+  else
+    ops.Ops::policy_head_loss(h);
   if (da1_aliases_h2) o.da1 = h2;
   return o;
 }
 
 TEST(HeadLoss, FusedHostMatchesTheComposedOps) {
   uint64_t seed = 1;
-  for (const Case c : {Case{1, 8, 0.1f}, Case{37, 24, 0.1f}, Case{300, 67, 0.25f}, Case{1000, 512, 0.1f},
-                       Case{2500, 100, 0.f}}) {
+  for (const Case c :
+       {Case{1, 8, 0.1f}, Case{37, 24, 0.1f}, Case{300, 67, 0.25f}, Case{1000, 512, 0.1f}, Case{2500, 100, 0.f}}) {
     SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H << " p " << c.p);
     const size_t MH = size_t(c.M) * c.H;
     // Pre-activations around GELU's bend, output weights large enough that the three logits

@@ -30,7 +30,8 @@ Result run(const Case& c, bool blocked, uint64_t seed) {
   std::vector<float> grads(l.total, 0.f);
   for (const ParamTensor& t : l.tensors) std::fill_n(grads.begin() + t.offset, t.size(), poison_value());
   const size_t MH = size_t(c.M) * c.H;
-  std::vector<float> h0 = poisoned(MH), h1 = poisoned(MH), a1 = poisoned(MH), h2 = poisoned(MH), trunk_work = poisoned(MH);
+  std::vector<float> h0 = poisoned(MH), h1 = poisoned(MH), a1 = poisoned(MH), h2 = poisoned(MH),
+                     trunk_work = poisoned(MH);
   std::vector<float> logits = poisoned(size_t(c.M) * kActions), dlogits = poisoned(size_t(c.M) * kActions);
   std::vector<float> mean = poisoned(c.M), rstd = poisoned(c.M), loss = poisoned(1);
   std::vector<float> scratch(size_t(4) * 256 * c.H + 4096, 0.f);
@@ -66,8 +67,10 @@ Result run(const Case& c, bool blocked, uint64_t seed) {
   h.loss = loss.data();
   h.scratch = scratch.data();
   const Ops::LossPass lp{h, p, g, acts, X.data(), c.D, trunk_work.data()};
-  if (blocked) ops.loss_pass(lp);
-  else ops.Ops::loss_pass(lp);
+  if (blocked)
+    ops.loss_pass(lp);
+  else
+    ops.Ops::loss_pass(lp);
   return {grads, logits, dlogits, loss[0]};
 }
 

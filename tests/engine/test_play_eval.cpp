@@ -68,7 +68,8 @@ std::string PlayEval::ckpt_;
 std::string PlayEval::huge_ckpt_;
 
 TEST_F(PlayEval, EvalJsonMatchesTheLibraryAndIsDeterministic) {
-  const std::string args = "eval --checkpoint " + ckpt_ + " --games 37 --max-steps 60 --seed 5 --win-score 3 --fail-score -2 --json";
+  const std::string args =
+      "eval --checkpoint " + ckpt_ + " --games 37 --max-steps 60 --seed 5 --win-score 3 --fail-score -2 --json";
   const Out a = run(args);
   ASSERT_EQ(a.code, 0) << a.err;
   EXPECT_EQ(run(args).out, a.out) << "same seed, same evaluation";
@@ -119,7 +120,8 @@ TEST_F(PlayEval, GreedyDiffersFromSampledAndTextReportsEveryRate) {
   EXPECT_NE(g.out, s.out);
   const Out t = run("eval --checkpoint " + ckpt_ + " --games 5 --max-steps 10");
   ASSERT_EQ(t.code, 0) << t.err;
-  for (const char* k : {"catch rate", "mean score", "win rate", "loss rate"}) EXPECT_NE(t.out.find(k), std::string::npos) << k;
+  for (const char* k : {"catch rate", "mean score", "win rate", "loss rate"})
+    EXPECT_NE(t.out.find(k), std::string::npos) << k;
   EXPECT_EQ(run("eval --checkpoint " + ckpt_ + " --greedy --sampled").code, 2);
 }
 

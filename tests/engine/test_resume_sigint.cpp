@@ -73,9 +73,8 @@ int sh(const std::string& cmd) {
 }
 
 bool same_state(const Checkpoint& a, const Checkpoint& b) {
-  return a.state.slabs == b.state.slabs &&
-         std::memcmp(&a.state.scalars, &b.state.scalars, sizeof(TrainScalars)) == 0 && a.best_score == b.best_score &&
-         a.best_epoch == b.best_epoch;
+  return a.state.slabs == b.state.slabs && std::memcmp(&a.state.scalars, &b.state.scalars, sizeof(TrainScalars)) == 0 &&
+         a.best_score == b.best_score && a.best_epoch == b.best_epoch;
 }
 
 class Sigint : public ::testing::Test {
@@ -109,11 +108,11 @@ void stop_checkpoint_and_resume(int signo) {
   EXPECT_FALSE(fs::exists(run / "final.safetensors"));
 
   const int total = int(done) + 4;
-  ASSERT_EQ(sh(kGrpo + " train --backend host --resume " + ckpt.string() + " --total-epochs " +
-               std::to_string(total) + " >/dev/null 2>&1"),
+  ASSERT_EQ(sh(kGrpo + " train --backend host --resume " + ckpt.string() + " --total-epochs " + std::to_string(total) +
+               " >/dev/null 2>&1"),
             0);
-  ASSERT_EQ(sh(kGrpo + " train " + kTiny + " --save-checkpoint-per-num-epoch -1 --total-epochs " + std::to_string(total) + " --out " +
-               dir("straight").string() + " >/dev/null 2>&1"),
+  ASSERT_EQ(sh(kGrpo + " train " + kTiny + " --save-checkpoint-per-num-epoch -1 --total-epochs " +
+               std::to_string(total) + " --out " + dir("straight").string() + " >/dev/null 2>&1"),
             0);
   const Checkpoint resumed = load_checkpoint((run / "final.safetensors").string());
   const Checkpoint straight = load_checkpoint((dir("straight") / "final.safetensors").string());
@@ -130,7 +129,8 @@ TEST_F(Sigint, SigtermCheckpointsExits143AndResumesToTheUninterruptedResult) { s
 // checkpoint left behind is whole.
 void second_signal_exits_at_once(int first, int second) {
   const fs::path run = dir("run");
-  const pid_t pid = start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1 --hidden-size 512 --max-steps 300");
+  const pid_t pid =
+      start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1 --hidden-size 512 --max-steps 300");
   if (!wait_for_lines(run / "metrics.jsonl", 3, pid)) {
     kill(pid, SIGKILL);
     wait_exit(pid);

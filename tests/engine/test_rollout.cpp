@@ -33,10 +33,12 @@ RolloutRun rollout(const TrainConfig& c, bool groups) {
   const int T = c.max_steps, N = c.games(), D = c.obs_dim(), H = c.hidden_size;
   HostOps ops(c.game, c.batch_size);
   ops.weights_unchanged(b.p.fc1_w, H, H);
-  const Ops::Rollout r{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, &b.scalars->epoch, c.dropout,
-                       T, N, D, H};
-  if (groups) ops.rollout(r);
-  else ops.Ops::rollout(r);
+  const Ops::Rollout r{b.p,       b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, &b.scalars->epoch,
+                       c.dropout, T,      N,     D,         H};
+  if (groups)
+    ops.rollout(r);
+  else
+    ops.Ops::rollout(r);
   const size_t M = size_t(T) * N;
   RolloutRun out;
   out.obs.assign(b.obs, b.obs + M * D);

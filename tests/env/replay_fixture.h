@@ -17,9 +17,9 @@ inline nlohmann::json random_replay_document(const GameConfig& c, int n, int T, 
   std::mt19937 gen(seed);
   auto uni = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(gen); };
   nlohmann::json doc;
-  doc["game"] = {{"screen_width", c.screen_width},   {"screen_height", c.screen_height},
-                 {"sprite_width", c.sprite_width},   {"max_fruits", c.max_fruits},
-                 {"min_fruits", c.min_fruits},       {"min_interval_steps", c.min_interval_steps}};
+  doc["game"] = {{"screen_width", c.screen_width}, {"screen_height", c.screen_height},
+                 {"sprite_width", c.sprite_width}, {"max_fruits", c.max_fruits},
+                 {"min_fruits", c.min_fruits},     {"min_interval_steps", c.min_interval_steps}};
   nlohmann::json obs = nlohmann::json::array();
   for (int g = 0; g < n; ++g) {
     nlohmann::json row = {uni(0, c.screen_width - 1)};

@@ -66,9 +66,9 @@ TEST(GameFlags, ParseIntoTheConfig) {
   CLI::App app;
   GameConfig c;
   add_game_flags(app, c);
-  const char* argv[] = {"x", "--screen-width", "31", "--screen-height", "9", "--sprite-width", "5",
-                        "--max-fruits", "6", "--min-fruits", "2", "--min-interval-steps", "0",
-                        "--win-score", "7", "--fail-score", "-8"};
+  const char* argv[] = {"x", "--screen-width", "31", "--screen-height", "9", "--sprite-width",
+                        "5", "--max-fruits",   "6",  "--min-fruits",    "2", "--min-interval-steps",
+                        "0", "--win-score",    "7",  "--fail-score",    "-8"};
   app.parse(int(std::size(argv)), const_cast<char**>(argv));
   EXPECT_EQ(c.screen_width, 31);
   EXPECT_EQ(c.screen_height, 9);

@@ -147,8 +147,8 @@ TEST(GamesCuda, GraphReplayReadsTheEpochFromDeviceMemory) {
   CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
   games_reset_cuda(c, b.dev, R, 77, d_epoch.get(), d_obs.get(), s);
   for (int t = 0; t < T; ++t)
-    games_step_cuda(c, b.dev, d_actions.get(), 77, d_epoch.get(), uint32_t(t), d_reward.get() + t * b.n,
-                    d_obs.get(), s);
+    games_step_cuda(c, b.dev, d_actions.get(), 77, d_epoch.get(), uint32_t(t), d_reward.get() + t * b.n, d_obs.get(),
+                    s);
   cudaGraph_t graph;
   CUDA_CHECK(cudaStreamEndCapture(s, &graph));
   cudaGraphExec_t exec;

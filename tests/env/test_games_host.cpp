@@ -34,8 +34,8 @@ TEST(GamesLayout, ArraysAreAlignedDisjointAndInsideTheBlock) {
   struct Span {
     const void* p;
     size_t len;
-  } spans[] = {{v.sprite_x, 4u * n}, {v.active, 4u * n},   {v.fruit_x, 4u * n * 5}, {v.fruit_y, 4u * n * 5},
-               {v.score, 4u * n},    {v.steps, 4u * n},    {v.bottomed, 4u * n},    {v.caught, 4u * n}};
+  } spans[] = {{v.sprite_x, 4u * n}, {v.active, 4u * n}, {v.fruit_x, 4u * n * 5}, {v.fruit_y, 4u * n * 5},
+               {v.score, 4u * n},    {v.steps, 4u * n},  {v.bottomed, 4u * n},    {v.caught, 4u * n}};
   for (size_t a = 0; a < std::size(spans); ++a) {
     const auto* pa = static_cast<const unsigned char*>(spans[a].p);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(pa) % 256, 0u) << a;

@@ -158,7 +158,8 @@ TEST(Replay, HostileDocumentsGetOneShortLine) {
        "nested deeper than"},
       {"{" + obs + R"(, "steps": [{"actions": [1e999], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})", "not valid JSON"},
       {"{" + obs + R"(, "steps": [], "bad\nkey": 1})", "unknown key \"bad\\nkey\""},
-      {"{" + obs + R"(, "steps": [{"actions": [")" + std::string(100000, 'x') + R"("], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})",
+      {"{" + obs + R"(, "steps": [{"actions": [")" + std::string(100000, 'x') +
+           R"("], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})",
        "steps[0].actions[0]"},
   };
   for (const auto& k : cases) {
@@ -174,8 +175,8 @@ int run_binary(const std::string& args, const std::string& input, std::string& o
   const std::string dir = ::testing::TempDir();
   const std::string in_path = dir + "/replay_in.json", out_path = dir + "/replay_out", err_path = dir + "/replay_err";
   std::ofstream(in_path) << input;
-  const std::string cmd = std::string(GRPO_BINARY_DIR) + "/grpo replay " + args + " < " + in_path + " > " + out_path +
-                          " 2> " + err_path;
+  const std::string cmd =
+      std::string(GRPO_BINARY_DIR) + "/grpo replay " + args + " < " + in_path + " > " + out_path + " 2> " + err_path;
   const int status = std::system(cmd.c_str());
   std::stringstream o, e;
   o << std::ifstream(out_path).rdbuf();

@@ -68,7 +68,7 @@ TEST(Rules, CatchUsesTheSpritePositionAfterTheMove) {
   EXPECT_EQ(catch_outcome(3, 10, kRight, 9), 0);   // in reach before the move
   EXPECT_EQ(catch_outcome(3, 10, kLeft, 8), 1);
   EXPECT_EQ(catch_outcome(3, 10, kLeft, 11), 0);
-  EXPECT_EQ(catch_outcome(3, 0, kLeft, 1), 1);     // clamped at the wall, then caught
+  EXPECT_EQ(catch_outcome(3, 0, kLeft, 1), 1);  // clamped at the wall, then caught
 }
 
 TEST(Rules, SpriteWidthsOneFourAndFive) {
@@ -191,8 +191,7 @@ TEST(Rules, BelowMinimumRefillsWithoutTheCoinAndRespectsTheGate) {
 TEST(Rules, SpawnsGoToTheLowestFreeSlotsInOrder) {
   const GameConfig c = config(20, 15, 3, 5, 4, 0);
   // Slots 0, 2, 4 active; 1 and 3 free: the first spawned takes slot 1 and x'_0, the next slot 3, x'_1.
-  const StepResult r =
-      step(c, make_state(10, {{1, 3, 1}, {2, 9, 0}, {3, 4, 1}, {4, 5, 0}, {5, 6, 1}}), kStay, kNoCoin);
+  const StepResult r = step(c, make_state(10, {{1, 3, 1}, {2, 9, 0}, {3, 4, 1}, {4, 5, 0}, {5, 6, 1}}), kStay, kNoCoin);
   EXPECT_EQ(r.events.spawned, 1);  // n = 3, Fmin = 4: need 1
   EXPECT_EQ(r.state.active, 0b10111u);
   EXPECT_EQ(r.state.fruit_x[1], 11);
@@ -287,7 +286,7 @@ TEST(Rules, RewardFirstStepMatchesTheReferenceFormula) {
   EXPECT_NEAR(reward_first(1, 1), 0.1 + 0.5 * (std::exp(1.0) - 1) + 0.05, 1e-6);
   EXPECT_FLOAT_EQ(reward_first(0, 0), 0.05f);
   EXPECT_FLOAT_EQ(reward_first(-1, 1), -0.05f);
-  EXPECT_EQ(reward_first(30, 10), 2.f);   // clamped
+  EXPECT_EQ(reward_first(30, 10), 2.f);  // clamped
   EXPECT_EQ(reward_first(-30, 30), -2.f);
 }
 

@@ -13,9 +13,7 @@ using test::poisoned;
 using test::random_floats;
 using test::rel_l2;
 
-double gelu_d(double x) {
-  return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)));
-}
+double gelu_d(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
 
 TEST(GeluHost, ValueAndDerivativeMatchDouble) {
   const auto x = random_floats(2001, 7, -6.f, 6.f);
@@ -110,10 +108,12 @@ TEST(GeluHost, BackwardMatchesCentralDifferences) {
 TEST(GeluHost, RejectsBadDropout) {
   std::vector<float> a(8), b(4), out(8);
   const uint32_t epoch = 0;
-  EXPECT_THROW(bias_gelu_dropout_forward_host(a.data(), b.data(), out.data(), 2, 4, {1.f, 1, Purpose::DropoutLoss, &epoch, 0}),
-               std::invalid_argument);
-  EXPECT_THROW(bias_gelu_dropout_forward_host(a.data(), b.data(), out.data(), 2, 4, {0.1f, 1, Purpose::DropoutLoss, nullptr, 0}),
-               std::invalid_argument);
+  EXPECT_THROW(
+      bias_gelu_dropout_forward_host(a.data(), b.data(), out.data(), 2, 4, {1.f, 1, Purpose::DropoutLoss, &epoch, 0}),
+      std::invalid_argument);
+  EXPECT_THROW(
+      bias_gelu_dropout_forward_host(a.data(), b.data(), out.data(), 2, 4, {0.1f, 1, Purpose::DropoutLoss, nullptr, 0}),
+      std::invalid_argument);
 }
 
 }  // namespace

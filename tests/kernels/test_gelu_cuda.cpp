@@ -19,8 +19,8 @@ struct Case {
   float p;
   size_t offset;  // elements added to the [M, N] pointers: 1 forces the scalar path
 };
-const Case kCases[] = {{37, 23, 0.1f, 0}, {19, 64, 0.1f, 0}, {19, 64, 0.3f, 1}, {70, 200, 0.f, 0},
-                       {3, 131, 0.5f, 0}, {1, 3, 0.1f, 0}};
+const Case kCases[] = {{37, 23, 0.1f, 0}, {19, 64, 0.1f, 0}, {19, 64, 0.3f, 1},
+                       {70, 200, 0.f, 0}, {3, 131, 0.5f, 0}, {1, 3, 0.1f, 0}};
 
 TEST(GeluCuda, ForwardMatchesHost) {
   GRPO_REQUIRE_DEVICE();

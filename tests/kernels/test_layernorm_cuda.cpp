@@ -19,8 +19,8 @@ struct Case {
   int M, N;
   size_t offset;  // 1 misaligns the [M, N] tensors: the scalar path
 };
-const Case kCases[] = {{13, 8, 0}, {9, 37, 0}, {10, 100, 0}, {10, 100, 1}, {3, 1024, 0},
-                       {3, 1100, 0}, {2, 1037, 0}, {2, 8192, 0}};
+const Case kCases[] = {{13, 8, 0},   {9, 37, 0},   {10, 100, 0}, {10, 100, 1},
+                       {3, 1024, 0}, {3, 1100, 0}, {2, 1037, 0}, {2, 8192, 0}};
 
 std::vector<float> tail(const std::vector<float>& v, size_t offset) { return {v.begin() + offset, v.end()}; }
 
@@ -34,8 +34,7 @@ TEST(LayerNormCuda, ForwardMatchesHost) {
     std::vector<float> h1(n), mean(c.M), rstd(c.M);
     layernorm_residual_forward_host(h0.data() + c.offset, gamma.data(), beta.data(), h1.data(), mean.data(),
                                     rstd.data(), c.M, c.N);
-    DeviceBuffer<float> dh0(h0), dg(gamma), db(beta), dh1(poisoned(n + c.offset)), dm(poisoned(c.M)),
-        dr(poisoned(c.M));
+    DeviceBuffer<float> dh0(h0), dg(gamma), db(beta), dh1(poisoned(n + c.offset)), dm(poisoned(c.M)), dr(poisoned(c.M));
     layernorm_residual_forward_cuda(dh0.get() + c.offset, dg.get(), db.get(), dh1.get() + c.offset, dm.get(), dr.get(),
                                     c.M, c.N, nullptr);
     EXPECT_TRUE(all_close(tail(dh1.download(), c.offset), h1)) << c.M << "x" << c.N << " offset " << c.offset;

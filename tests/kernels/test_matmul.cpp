@@ -22,8 +22,8 @@ struct Shape {
 // paths where the CPU has them (cpu/matmul_avx512.cpp): {136, 512, 10} is fc_in at the
 // small preset, {3, 3, 512} the policy head, {1100, 37, 10} has a 16-column tail and three
 // 512-row slices of dW's sum.
-const Shape kShapes[] = {{37, 23, 19},  {5, 3, 70},   {64, 128, 33}, {1, 1, 1},      {130, 7, 9},
-                         {9001, 40, 37}, {136, 512, 10}, {3, 3, 512}, {1100, 37, 10}, {20, 17, 15}};
+const Shape kShapes[] = {{37, 23, 19},   {5, 3, 70},     {64, 128, 33}, {1, 1, 1},      {130, 7, 9},
+                         {9001, 40, 37}, {136, 512, 10}, {3, 3, 512},   {1100, 37, 10}, {20, 17, 15}};
 
 // Y = X W^T (+ b) in double.
 std::vector<double> naive_forward(const std::vector<float>& X, const std::vector<float>& W, const float* b, int M,

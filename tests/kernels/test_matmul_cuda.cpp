@@ -32,8 +32,8 @@ TEST(MatmulCuda, ForwardMatchesHostWithAndWithoutBias) {
       // Offset 1 makes Y misaligned: the bias add takes its scalar path even when N % 4 == 0.
       for (size_t offset : {size_t(0), size_t(1)}) {
         DeviceBuffer<float> dY(poisoned(size_t(s.M) * s.N + offset));
-        linear_forward_cuda(blas, dX.get(), dW.get(), with_bias ? db.get() : nullptr, dY.get() + offset, s.M, s.N,
-                            s.K, nullptr);
+        linear_forward_cuda(blas, dX.get(), dW.get(), with_bias ? db.get() : nullptr, dY.get() + offset, s.M, s.N, s.K,
+                            nullptr);
         const auto got = dY.download();
         EXPECT_LE(rel_l2(std::vector<float>(got.begin() + offset, got.end()), want), 1e-5)
             << s.M << "x" << s.N << "x" << s.K << " bias " << with_bias << " offset " << offset;

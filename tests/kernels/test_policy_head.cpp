@@ -117,7 +117,7 @@ TEST(PolicyHead, EpochAndStepGiveFreshDraws) {
     return n / double(M);
   };
   const auto base = run(5, 2);
-  EXPECT_EQ(differ(base, run(5, 2)), 0.0);  // a pure function of its inputs
+  EXPECT_EQ(differ(base, run(5, 2)), 0.0);   // a pure function of its inputs
   EXPECT_GT(differ(base, run(6, 2)), 0.55);  // independent draws differ 2/3 of the time
   EXPECT_GT(differ(base, run(5, 3)), 0.55);
 }

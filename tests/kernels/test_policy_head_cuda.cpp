@@ -25,8 +25,8 @@ std::vector<float> logits_for(int M, uint64_t seed) {
 
 // Actions must agree except where the draw sits within rounding of a bucket edge (expf on the
 // device and on the host may differ in the last bit).
-void expect_same_actions(const std::vector<float>& z, const std::vector<int32_t>& got,
-                         const std::vector<int32_t>& want, uint64_t seed, uint32_t epoch, uint32_t step) {
+void expect_same_actions(const std::vector<float>& z, const std::vector<int32_t>& got, const std::vector<int32_t>& want,
+                         uint64_t seed, uint32_t epoch, uint32_t step) {
   for (size_t i = 0; i < want.size(); ++i) {
     if (got[i] == want[i]) continue;
     const PolicyRow r = policy_row(&z[3 * i]);

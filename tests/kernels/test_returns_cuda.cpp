@@ -21,7 +21,7 @@ TEST(ReturnsCuda, DiscountedReturnsEqualHostBitForBit) {
     discounted_returns_host(r.data(), want.data(), T, N, 0.99f);
     DeviceBuffer<float> dr(r), out(poisoned(r.size()));
     discounted_returns_cuda(dr.get(), out.get(), T, N, 0.99f, nullptr);
-    EXPECT_EQ(out.download(), want) << T << "x" << N;  // one explicit fma per step on both sides
+    EXPECT_EQ(out.download(), want) << T << "x" << N;                   // one explicit fma per step on both sides
     discounted_returns_cuda(dr.get(), dr.get(), T, N, 0.99f, nullptr);  // in place
     EXPECT_EQ(dr.download(), want) << T << "x" << N;
   }

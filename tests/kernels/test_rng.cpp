@@ -22,10 +22,10 @@ void expect_bits(const Bits4& r, uint32_t x, uint32_t y, uint32_t z, uint32_t w)
 // Random123's kat_vectors for philox4x32 with 10 rounds: counter c0..c3, key k0 k1.
 TEST(Rng, PhiloxKnownAnswers) {
   expect_bits(philox4x32_10(0, 0, 0, 0, 0, 0), 0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8);
-  expect_bits(philox4x32_10(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff),
-              0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd);
-  expect_bits(philox4x32_10(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0),
-              0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1);
+  expect_bits(philox4x32_10(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff), 0x408f276d,
+              0x41c83b0e, 0xa20bc7c6, 0x6d5451fd);
+  expect_bits(philox4x32_10(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0), 0xd16cfe09,
+              0x94fdcceb, 0x5001e420, 0x24126ea1);
 }
 
 // curand_init(0, 0, 0) + curand4 (or the fallback) through the helper: purpose 0 names
@@ -125,7 +125,8 @@ TEST(Rng, NeighbouringStreamsAreUncorrelated) {
     uint32_t epoch, step;
   };
   const Stream base{Purpose::DropoutRollout, 10, 4};
-  const Stream others[] = {{Purpose::DropoutLoss, 10, 4}, {Purpose::DropoutRollout, 11, 4}, {Purpose::DropoutRollout, 10, 5}};
+  const Stream others[] = {
+      {Purpose::DropoutLoss, 10, 4}, {Purpose::DropoutRollout, 11, 4}, {Purpose::DropoutRollout, 10, 5}};
   auto draw = [](const Stream& s) {
     std::vector<double> u(kN);
     for (uint32_t i = 0; i < kN; ++i) u[i] = bits_to_uniform(draw4(42, s.p, s.epoch, s.step, i).x);
@@ -171,8 +172,8 @@ TEST(Rng, BitsToUniformIsExactAndInUnitInterval) {
 
 TEST(Rng, BitsToIndexIsFloorOfUTimesN) {
   std::mt19937 gen(11);
-  std::vector<uint32_t> ns = {1, 2, 3, 7, 10, 31, 33, 100, 1000, 4097, (1u << 24) - 1, 1u << 24, (1u << 24) + 1,
-                              1u << 31, 0xFFFFFFFFu};
+  std::vector<uint32_t> ns = {
+      1, 2, 3, 7, 10, 31, 33, 100, 1000, 4097, (1u << 24) - 1, 1u << 24, (1u << 24) + 1, 1u << 31, 0xFFFFFFFFu};
   for (int i = 0; i < 40; ++i) ns.push_back(1 + gen() % 100000);
   for (int i = 0; i < 10; ++i) ns.push_back(gen() | 1u);
   std::vector<uint32_t> bits = {0, 0xFF, 0x100, 0x7FFFFFFF, 0x80000000u, 0xFFFFFF00u, 0xFFFFFFFFu};

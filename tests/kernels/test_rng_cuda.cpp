@@ -17,7 +17,8 @@ TEST(RngCuda, DeviceBitsEqualHostBits) {
     Purpose p;
     uint32_t n_step, n_index, n_block;
   };
-  for (const Case c : {Case{Purpose::Spawn, 3, 37, 5}, Case{Purpose::DropoutLoss, 1, 131, 3}, Case{Purpose::Action, 7, 1, 1}}) {
+  for (const Case c :
+       {Case{Purpose::Spawn, 3, 37, 5}, Case{Purpose::DropoutLoss, 1, 131, 3}, Case{Purpose::Action, 7, 1, 1}}) {
     const uint64_t seed = gen();
     const auto epoch = static_cast<uint32_t>(gen());
     const size_t words = rng_fill_words(c.n_step, c.n_index, c.n_block);

@@ -10,7 +10,7 @@ constexpr int kMaxThreads = 256;
 __global__ void block_sum_kernel(const float* in, float* out, int n, int active) {
   __shared__ float s[kMaxThreads];
   const int tid = threadIdx.x, i = blockIdx.x * blockDim.x + tid;
-  if (tid >= active) return;   // early exit: the barriers below wait only for the live threads
+  if (tid >= active) return;  // early exit: the barriers below wait only for the live threads
   s[tid] = i < n ? in[i] : 0.f;
   __syncthreads();
   for (int stride = 1; stride < active; stride *= 2) {
@@ -76,8 +76,8 @@ __global__ void two_barriers_kernel(int* out) {
   out[threadIdx.x] = 1;
 }
 
-__global__ void atomics_kernel(const int* values, int n, int* counts, int bins, int* maxv, unsigned* minv,
-                               float* fsum, unsigned long long* usum) {
+__global__ void atomics_kernel(const int* values, int n, int* counts, int bins, int* maxv, unsigned* minv, float* fsum,
+                               unsigned long long* usum) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   atomicAdd(&counts[i % bins], 1);
@@ -110,8 +110,8 @@ cudaError_t block_sum(const float* in, float* out, int n, int threads, int activ
   return simt::launch(block_sum_kernel, dim3(grpo::ceil_div(n, threads)), dim3(threads), 0, s, in, out, n, active);
 }
 cudaError_t block_sum_racy(const float* in, float* out, int n, int threads, cudaStream_t s) {
-  return simt::launch(block_sum_racy_kernel, dim3(grpo::ceil_div(n, threads)), dim3(threads),
-                      threads * sizeof(float), s, in, out, n);
+  return simt::launch(block_sum_racy_kernel, dim3(grpo::ceil_div(n, threads)), dim3(threads), threads * sizeof(float),
+                      s, in, out, n);
 }
 cudaError_t warp_shfl(const int* in, int* out, int threads, int src, int width) {
   return simt::launch(shfl_kernel, 1, threads, 0, 0, in, out, src, width);
@@ -135,8 +135,8 @@ cudaError_t warp_own_lane_not_in_mask(int* out) { return simt::launch(own_lane_k
 cudaError_t barrier_two_places(int* out) { return simt::launch(two_barriers_kernel, 1, 8, 0, 0, out); }
 cudaError_t atomics(const int* values, int n, int* counts, int bins, int* maxv, unsigned* minv, float* fsum,
                     unsigned long long* usum) {
-  return simt::launch(atomics_kernel, dim3(grpo::ceil_div(n, 37)), dim3(37), 0, 0, values, n, counts, bins, maxv,
-                      minv, fsum, usum);
+  return simt::launch(atomics_kernel, dim3(grpo::ceil_div(n, 37)), dim3(37), 0, 0, values, n, counts, bins, maxv, minv,
+                      fsum, usum);
 }
 cudaError_t axpb(const float* x, float* out, int n, float a, float b, cudaStream_t s) {
   return simt::launch(axpb_kernel, dim3(grpo::ceil_div(n, 64)), dim3(64), 0, s, x, out, n, a, b);

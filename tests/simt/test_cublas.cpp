@@ -38,7 +38,7 @@ TEST(SimtCublas, SgemmAllTransposesOddShapes) {
   const int m = 7, n = 5, k = 13;
   for (bool ta : {false, true})
     for (bool tb : {false, true}) {
-      const int lda = (ta ? k : m) + 2, ldb = (tb ? n : k) + 1, ldc = m + 3;   // padded leading dims
+      const int lda = (ta ? k : m) + 2, ldb = (tb ? n : k) + 1, ldc = m + 3;  // padded leading dims
       const auto A = grpo::test::random_floats(size_t(lda) * (ta ? m : k), 41);
       const auto B = grpo::test::random_floats(size_t(ldb) * (tb ? k : n), 42);
       const auto C = grpo::test::random_floats(size_t(ldc) * n, 43);
@@ -58,9 +58,8 @@ TEST(SimtCublas, GemmExBetaZeroDoesNotReadPoisonedC) {
   const auto A = grpo::test::random_floats(m * k, 51), B = grpo::test::random_floats(n * k, 52);
   DeviceBuffer<float> dA(A), dB(B), dC(grpo::test::poisoned(m * n));
   const float alpha = 1.f, beta = 0.f;
-  ASSERT_EQ(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, dA.get(), CUDA_R_32F, m, dB.get(),
-                         CUDA_R_32F, n, &beta, dC.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F_FAST_TF32,
-                         CUBLAS_GEMM_DEFAULT),
+  ASSERT_EQ(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_T, m, n, k, &alpha, dA.get(), CUDA_R_32F, m, dB.get(), CUDA_R_32F,
+                         n, &beta, dC.get(), CUDA_R_32F, m, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_SUCCESS);
   const auto want = gemm_ref(false, true, m, n, k, alpha, A, m, B, n, beta, grpo::test::poisoned(m * n), m);
   EXPECT_TRUE(grpo::test::all_close(dC.download(), want));
@@ -88,7 +87,8 @@ TEST(SimtCublas, StridedBatchedAndDevicePointerMode) {
     const std::vector<float> Bb(B.begin() + b * k * n, B.begin() + (b + 1) * k * n);
     const auto want = gemm_ref(false, false, m, n, k, 2.f, Ab, m, Bb, k, 0.f, std::vector<float>(m * n), m);
     EXPECT_LE(grpo::test::rel_l2(std::vector<float>(got.begin() + b * m * n, got.begin() + (b + 1) * m * n), want),
-              1e-6) << "batch " << b;
+              1e-6)
+        << "batch " << b;
   }
 }
 
@@ -106,8 +106,8 @@ TEST(SimtCublas, InvalidArgumentsRefused) {
             CUBLAS_STATUS_INVALID_VALUE);
   EXPECT_EQ(cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, -1, 2, 3, &one, d.get(), 4, d.get(), 3, &one, d.get(), 4),
             CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d.get(), CUDA_R_16F, 2, d.get(), CUDA_R_32F,
-                         2, &one, d.get(), CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+  EXPECT_EQ(cublasGemmEx(h.h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d.get(), CUDA_R_16F, 2, d.get(), CUDA_R_32F, 2,
+                         &one, d.get(), CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             CUBLAS_STATUS_NOT_SUPPORTED);
 }
 
@@ -119,7 +119,7 @@ TEST(SimtCublas, CaptureNeedsWorkspaceAfterSetStream) {
   cudaStream_t s;
   ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);
   ASSERT_EQ(cublasSetWorkspace(h.h, ws.get(), 1024 * sizeof(float)), CUBLAS_STATUS_SUCCESS);
-  ASSERT_EQ(cublasSetStream(h.h, s), CUBLAS_STATUS_SUCCESS);   // resets the workspace
+  ASSERT_EQ(cublasSetStream(h.h, s), CUBLAS_STATUS_SUCCESS);  // resets the workspace
   float alpha = 1.f, beta = 0.f;
   // Warm-up: the shape runs once outside the capture.
   ASSERT_EQ(cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, dA.get(), m, dB.get(), k, &beta, dC.get(), m),
@@ -134,7 +134,7 @@ TEST(SimtCublas, CaptureNeedsWorkspaceAfterSetStream) {
   ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(dC.get(), grpo::test::poisoned(m * n).data(), m * n * sizeof(float), cudaMemcpyDefault),
             cudaSuccess);
-  alpha = 100.f;   // host pointer mode: the captured GEMM keeps alpha == 1
+  alpha = 100.f;  // host pointer mode: the captured GEMM keeps alpha == 1
   cudaGraphExec_t exec;
   ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
@@ -161,10 +161,10 @@ TEST(SimtCublas, CaptureRefusesAShapeNotRunEagerly) {
   auto gemm = [&](int mm) {
     return cublasSgemm(h.h, CUBLAS_OP_N, CUBLAS_OP_N, mm, n, k, &one, dA.get(), m, dB.get(), k, &zero, dC.get(), m);
   };
-  ASSERT_EQ(gemm(m), CUBLAS_STATUS_SUCCESS);   // eager: this shape is set up
+  ASSERT_EQ(gemm(m), CUBLAS_STATUS_SUCCESS);  // eager: this shape is set up
   ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
   EXPECT_EQ(gemm(m), CUBLAS_STATUS_SUCCESS);
-  EXPECT_EQ(gemm(m - 1), CUBLAS_STATUS_NOT_SUPPORTED);   // another shape, never run eagerly
+  EXPECT_EQ(gemm(m - 1), CUBLAS_STATUS_NOT_SUPPORTED);  // another shape, never run eagerly
   cudaGraph_t g;
   ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
   size_t nodes = 0;

@@ -45,8 +45,7 @@ struct Lt {
   std::vector<cublasLtMatmulAlgo_t> heuristic(int count) {
     std::vector<cublasLtMatmulHeuristicResult_t> r(count);
     int got = 0;
-    EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, a, b, d, d, pref, count, r.data(), &got),
-              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(h, desc, a, b, d, d, pref, count, r.data(), &got), CUBLAS_STATUS_SUCCESS);
     std::vector<cublasLtMatmulAlgo_t> out;
     for (int i = 0; i < got; ++i) out.push_back(r[i].algo);
     return out;
@@ -72,7 +71,8 @@ TEST(SimtCublasLt, EveryAlgorithmMatchesTheReferenceAndTheyDifferInBits) {
       for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
           double acc = 0;
-          for (int l = 0; l < k; ++l) acc += double(ta ? A[l + i * k] : A[i + l * m]) * (tb ? B[j + l * n] : B[l + j * k]);
+          for (int l = 0; l < k; ++l)
+            acc += double(ta ? A[l + i * k] : A[i + l * m]) * (tb ? B[j + l * n] : B[l + j * k]);
           want[i + j * m] = float(acc);
         }
       const auto algos = lt.heuristic(8);
@@ -118,8 +118,7 @@ TEST(SimtCublasLt, HeuristicDiffersDuringCaptureAndCaptureNeedsAWarmUp) {
 
 TEST(SimtCublasLt, AnAlgorithmNeedsTheAlignmentItWasChosenFor) {
   const int m = 4, n = 3, k = 5;
-  DeviceBuffer<float> dA(grpo::test::random_floats(m * k + 1, 95)), dB(grpo::test::random_floats(k * n, 96)),
-      dD(m * n);
+  DeviceBuffer<float> dA(grpo::test::random_floats(m * k + 1, 95)), dB(grpo::test::random_floats(k * n, 96)), dD(m * n);
   Lt strict(false, false, m, n, k), loose(false, false, m, n, k, 4);
   EXPECT_EQ(strict.run(strict.heuristic(1).at(0), dA.get() + 1, dB.get(), dD.get(), nullptr),
             CUBLAS_STATUS_NOT_SUPPORTED);

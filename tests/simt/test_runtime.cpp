@@ -43,7 +43,7 @@ TEST(SimtRuntime, FreshAllocationsArePoisonedAndCopiesChecked) {
   EXPECT_EQ(cudaMemcpy(d, h.data(), 4, cudaMemcpyDefault), cudaSuccess);
   (void)cudaGetLastError();
   EXPECT_EQ(cudaFree(d), cudaSuccess);
-  EXPECT_EQ(cudaFree(h.data()), cudaErrorInvalidValue);   // not ours
+  EXPECT_EQ(cudaFree(h.data()), cudaErrorInvalidValue);  // not ours
   (void)cudaGetLastError();
 }
 
@@ -93,14 +93,14 @@ TEST(SimtRuntime, LegacyStreamCopiesDoNotOrderNonBlockingStreams) {
     ASSERT_EQ(simt_test::axpb(d_x, d_y, n, 2.f, 1.f, s), cudaSuccess);
     ASSERT_EQ(cudaMemcpyAsync(got.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost, s), cudaSuccess);
   };
-  run_on(nb);   // the kernel read x before the copy landed: the allocation's poison
+  run_on(nb);  // the kernel read x before the copy landed: the allocation's poison
   for (float v : got) EXPECT_TRUE(std::isnan(v));
   std::vector<float> back(n);
   ASSERT_EQ(cudaMemcpy(back.data(), d_x, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
   EXPECT_EQ(back, x) << "a later synchronous copy is ordered after the legacy stream";
   run_on(blocking);
   for (int i = 0; i < n; ++i) EXPECT_EQ(got[i], 2.f * x[i] + 1.f) << i;
-  ASSERT_EQ(cudaMemset(d_y, 0, n * sizeof(float)), cudaSuccess);   // lands lazily too
+  ASSERT_EQ(cudaMemset(d_y, 0, n * sizeof(float)), cudaSuccess);  // lands lazily too
   ASSERT_EQ(cudaMemcpyAsync(back.data(), d_y, n * sizeof(float), cudaMemcpyDeviceToHost, nb), cudaSuccess);
   EXPECT_EQ(back, got);
   // Synchronising the legacy stream makes the non-blocking stream's later work see the data.
@@ -136,8 +136,8 @@ TEST(SimtGraph, ReplayUsesCapturedValuesAndCurrentMemory) {
   for (float v : d_y.download()) EXPECT_TRUE(std::isnan(v)) << "capture must not execute";
   cudaGraphExec_t exec;
   ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
-  a = 5.f, b = -3.f;   // host values change after capture: the graph keeps 2 and 1
-  d_x.upload(x2);      // memory behind a pointer argument changes: the graph reads the new data
+  a = 5.f, b = -3.f;  // host values change after capture: the graph keeps 2 and 1
+  d_x.upload(x2);     // memory behind a pointer argument changes: the graph reads the new data
   // The upload is a pageable copy on the legacy stream, which a non-blocking stream ignores.
   ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
   ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
@@ -213,7 +213,8 @@ TEST(SimtGraph, ForbiddenCallsInCaptureInvalidateIt) {
       {"cudaFree", [&] { return cudaFree(d.get()); }},
       {"cudaMemcpy", [&] { return cudaMemcpy(pinned, d.get(), 32, cudaMemcpyDeviceToHost); }},
       {"cudaMemset", [&] { return cudaMemset(d.get(), 0, 32); }},
-      {"cudaMemcpyAsync pageable", [&] { return cudaMemcpyAsync(d.get(), pageable.data(), 32, cudaMemcpyHostToDevice, s); }},
+      {"cudaMemcpyAsync pageable",
+       [&] { return cudaMemcpyAsync(d.get(), pageable.data(), 32, cudaMemcpyHostToDevice, s); }},
       {"cudaStreamSynchronize", [&] { return cudaStreamSynchronize(s); }},
       {"cudaDeviceSynchronize", [&] { return cudaDeviceSynchronize(); }},
       {"cudaEventSynchronize", [&] { return cudaEventSynchronize(ev); }},

@@ -105,7 +105,7 @@ TEST(SimtWarp, ShflBroadcastWithWidths) {
     ASSERT_EQ(simt_test::warp_shfl(d_in.get(), d_out.get(), kThreads, 13, width), cudaSuccess);
     const auto got = d_out.download();
     for (int t = 0; t < kThreads; ++t) {
-      const int seg = t & ~(width - 1);   // lane t reads lane 13 mod width of its own segment
+      const int seg = t & ~(width - 1);  // lane t reads lane 13 mod width of its own segment
       EXPECT_EQ(got[t], in[seg + 13 % width]) << "thread " << t << " width " << width;
     }
   }
@@ -138,7 +138,7 @@ TEST(SimtWarp, ShflUpDownXor) {
 TEST(SimtWarp, VotesOnPartialMask) {
   const unsigned mask = 0x0ff0f0f3u;
   std::vector<int> pred = random_ints(kThreads, 4, 0, 1);
-  for (int t = 32; t < kThreads; ++t) pred[t] = ((mask >> (t - 32)) & 1u) ? 1 : 0;   // warp 1: all true
+  for (int t = 32; t < kThreads; ++t) pred[t] = ((mask >> (t - 32)) & 1u) ? 1 : 0;  // warp 1: all true
   DeviceBuffer<int> d_pred(pred), any(std::vector<int>(kThreads, -1)), all(std::vector<int>(kThreads, -1));
   DeviceBuffer<unsigned> ballot(std::vector<unsigned>(kThreads, 0xdeadbeefu));
   ASSERT_EQ(simt_test::warp_votes(d_pred.get(), ballot.get(), any.get(), all.get(), kThreads, mask), cudaSuccess);
@@ -197,7 +197,7 @@ TEST(SimtAtomics, ManyBlocks) {
   EXPECT_EQ(counts.download(), want_counts);
   EXPECT_EQ(maxv.download()[0], *std::max_element(values.begin(), values.end()));
   EXPECT_EQ(minv.download()[0], unsigned(*std::min_element(values.begin(), values.end())));
-  EXPECT_EQ(fsum.download()[0], 0.5f * n);   // exact: multiples of 0.5 below 2^24
+  EXPECT_EQ(fsum.download()[0], 0.5f * n);  // exact: multiples of 0.5 below 2^24
   EXPECT_EQ(usum.download()[0], std::accumulate(values.begin(), values.end(), 0ull));
 }
 
