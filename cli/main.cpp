@@ -24,17 +24,17 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "grpo: error: %s\n", e.what());
+    std::fprintf(stderr, "grpo: error: %s\n", grpo::one_line(e.what()).c_str());
     return 2;
   }
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.run();
   } catch (const grpo::UsageError& e) {
-    std::fprintf(stderr, "grpo: error: %s\n", e.what());
+    std::fprintf(stderr, "grpo: error: %s\n", grpo::one_line(e.what()).c_str());
     return 2;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "grpo: fatal: %s\n", e.what());
+    std::fprintf(stderr, "grpo: fatal: %s\n", grpo::one_line(e.what()).c_str());
     return 1;
   }
   return 0;

@@ -108,6 +108,20 @@ TEST(Cli, AddressSpaceLimitIsHonoured) {
   EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
 }
 
+// A flag value holding a newline (a path, a choice) is quoted in the error escaped, so the error
+// stays one line, whichever layer refuses it: CLI11's parser, a command's checks, the checkpoint
+// reader. printf in a command substitution puts the raw newline into the argument.
+TEST(Cli, NewlineInAFlagValueKeepsTheErrorOnOneLine) {
+  for (const std::string args : {"train --backend \"$(printf 'ho\\nst')\"",
+                                 "play --checkpoint \"$(printf '/nonexistent\\nfile.safetensors')\"",
+                                 "replay --input \"$(printf '/nonexistent\\ndoc.json')\""}) {
+    const Result r = run_grpo(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("\\n"), std::string::npos) << "the newline is shown escaped: " << r.err;
+  }
+}
+
 TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(run_grpo("").code, 2); }
 
 TEST(Cli, HelpExitsZero) { EXPECT_EQ(run_grpo("train --help").code, 0); }
