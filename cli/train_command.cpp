@@ -87,12 +87,20 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
 
   const fs::path out(c.out_dir);
   std::error_code ec;
+  // A path the system cannot resolve (a loop of symbolic links, a name too long) is the user's
+  // to fix, refused here before anything runs; a path that does not exist yet is created below.
+  const fs::file_status out_status = fs::status(out, ec);
+  if (ec && out_status.type() != fs::file_type::not_found)
+    throw UsageError("--out " + c.out_dir + ": " + ec.message());
+  if (fs::exists(out_status) && !fs::is_directory(out_status))
+    throw UsageError("--out " + c.out_dir + " is not a folder");
+  ec.clear();
   // A resume continues the run of its own directory; anywhere else an existing run is protected.
   const bool same_run =
       resuming &&
       fs::equivalent(out, fs::path(st.resume).parent_path().empty() ? fs::path(".") : fs::path(st.resume).parent_path(),
                      ec);
-  if (fs::exists(out / "metrics.jsonl") && !st.overwrite && !same_run)
+  if (fs::exists(out / "metrics.jsonl", ec) && !st.overwrite && !same_run)
     throw UsageError("--out " + c.out_dir +
                      " already holds a run (metrics.jsonl): choose another --out or pass --overwrite");
   if (resuming && start_epoch >= uint32_t(c.total_epochs))

@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "tests/engine/engine_test_util.h"
 
@@ -120,6 +122,31 @@ TEST(Cli, NewlineInAFlagValueKeepsTheErrorOnOneLine) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
     EXPECT_NE(r.err.find("\\n"), std::string::npos) << "the newline is shown escaped: " << r.err;
   }
+}
+
+// An --out the system cannot resolve is the user's to fix: a loop of symbolic links, a path
+// longer than PATH_MAX, a file. Each is refused in one line with exit code 2, nothing created.
+TEST(Cli, UnresolvableOutIsRefusedAndNothingWritten) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("grpo_cli_out_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink(dir / "b", dir / "a");
+  fs::create_symlink(dir / "a", dir / "b");
+  std::ofstream(dir / "file") << "x";
+  std::string longest = dir.string();
+  while (longest.size() < 5000) longest += "/" + std::string(200, 'c');
+  const std::string tiny = "train --backend host --hidden-size 8 --max-steps 2 --batch-size 1 --total-epochs 1 --out ";
+  for (const std::string out : {(dir / "a" / "run").string(), longest, (dir / "file").string()}) {
+    const Result r = run_grpo(tiny + "'" + out + "'");
+    EXPECT_EQ(r.code, 2) << out.substr(0, 80) << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(dir)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"a", "b", "file"})) << "a refused run created something";
+  fs::remove_all(dir);
 }
 
 TEST(Cli, NoSubcommandIsAUsageError) { EXPECT_EQ(run_grpo("").code, 2); }
