@@ -90,8 +90,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   // A path the system cannot resolve (a loop of symbolic links, a name too long) is the user's
   // to fix, refused here before anything runs; a path that does not exist yet is created below.
   const fs::file_status out_status = fs::status(out, ec);
-  if (ec && out_status.type() != fs::file_type::not_found)
-    throw UsageError("--out " + c.out_dir + ": " + ec.message());
+  if (ec && out_status.type() != fs::file_type::not_found) throw UsageError("--out " + c.out_dir + ": " + ec.message());
   if (fs::exists(out_status) && !fs::is_directory(out_status))
     throw UsageError("--out " + c.out_dir + " is not a folder");
   ec.clear();

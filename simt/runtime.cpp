@@ -241,7 +241,8 @@ const char* cudaGetErrorName(cudaError_t e) {
   case x:            \
     return #x;
     SIMT_ERR_(cudaSuccess)
-    SIMT_ERR_(cudaErrorInvalidValue) SIMT_ERR_(cudaErrorMemoryAllocation) SIMT_ERR_(cudaErrorInvalidConfiguration)
+    SIMT_ERR_(cudaErrorInvalidValue)
+    SIMT_ERR_(cudaErrorMemoryAllocation) SIMT_ERR_(cudaErrorInvalidConfiguration)
         SIMT_ERR_(cudaErrorInvalidMemcpyDirection) SIMT_ERR_(cudaErrorInvalidResourceHandle)
             SIMT_ERR_(cudaErrorNotReady) SIMT_ERR_(cudaErrorInvalidDevice) SIMT_ERR_(cudaErrorIllegalState)
                 SIMT_ERR_(cudaErrorStreamCaptureUnsupported) SIMT_ERR_(cudaErrorStreamCaptureInvalidated)

@@ -114,9 +114,9 @@ TEST(Cli, AddressSpaceLimitIsHonoured) {
 // stays one line, whichever layer refuses it: CLI11's parser, a command's checks, the checkpoint
 // reader. printf in a command substitution puts the raw newline into the argument.
 TEST(Cli, NewlineInAFlagValueKeepsTheErrorOnOneLine) {
-  for (const std::string args : {"train --backend \"$(printf 'ho\\nst')\"",
-                                 "play --checkpoint \"$(printf '/nonexistent\\nfile.safetensors')\"",
-                                 "replay --input \"$(printf '/nonexistent\\ndoc.json')\""}) {
+  for (const std::string args :
+       {"train --backend \"$(printf 'ho\\nst')\"", "play --checkpoint \"$(printf '/nonexistent\\nfile.safetensors')\"",
+        "replay --input \"$(printf '/nonexistent\\ndoc.json')\""}) {
     const Result r = run_grpo(args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
