@@ -1,7 +1,7 @@
-// The CUDA runtime subset of the emulator: errors, device queries, memory, copies, streams,
-// events and the deferred work queue. Every function has the real header's extern "C"
-// signature, so an API nobody implemented is a link error. Capture and graphs: graph.cpp.
-#include <cuda_profiler_api.h>
+// The CUDA runtime subset of the emulator: errors, streams, events and the deferred work queue.
+// Every function has the real header's extern "C" signature, so an API nobody implemented is a
+// link error. Device queries: device.cpp; memory and copies: memory.cpp; capture and graphs:
+// graph.cpp.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,16 +31,6 @@ CUstream_st g_legacy_stream, g_per_thread_stream;
 std::set<CUstream_st*> g_streams;
 std::set<CUevent_st*> g_events;
 
-struct Alloc {
-  size_t size;
-  MemKind kind;
-};
-std::map<uintptr_t, Alloc> g_allocs;  // device and pinned host ranges, by start address
-size_t g_device_bytes = 0;
-constexpr size_t kDeviceMemory = 80ull << 30;
-constexpr int kMaxDynamicSmem = 227 << 10;
-std::map<const void*, int> g_func_smem_limit;  // cudaFuncAttributeMaxDynamicSharedMemorySize
-
 void run_node(const Node& n) {
   switch (n.kind) {
     case NodeKind::Kernel:
@@ -56,62 +46,6 @@ void run_node(const Node& n) {
   }
 }
 
-cudaError_t alloc(void** p, size_t n, MemKind kind) {
-  if (!p) return set_error(cudaErrorInvalidValue);
-  if (cudaError_t e = forbid_in_capture()) return e;
-  if (kind == MemKind::Device && g_device_bytes + n > kDeviceMemory) return set_error(cudaErrorMemoryAllocation);
-  void* mem = nullptr;
-  // posix_memalign keeps the exact size visible to AddressSanitizer; CUDA aligns to 256 bytes.
-  if (posix_memalign(&mem, 256, std::max<size_t>(n, 1)) != 0) return set_error(cudaErrorMemoryAllocation);
-  std::memset(mem, 0xFF, n);  // poison: reading memory nobody wrote shows up as NaN
-  g_allocs[reinterpret_cast<uintptr_t>(mem)] = Alloc{n, kind};
-  if (kind == MemKind::Device) g_device_bytes += n;
-  *p = mem;
-  return cudaSuccess;
-}
-
-cudaError_t release(void* p, MemKind kind) {
-  if (!p) return cudaSuccess;
-  if (cudaError_t e = forbid_in_capture()) return e;
-  settle_legacy();
-  drain();  // cudaFree synchronises the device
-  auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
-  if (it == g_allocs.end() || it->second.kind != kind) return set_error(cudaErrorInvalidValue);
-  if (kind == MemKind::Device) g_device_bytes -= it->second.size;
-  g_allocs.erase(it);
-  std::free(p);
-  return cudaSuccess;
-}
-
-bool direction_ok(cudaMemcpyKind kind, MemKind dst, MemKind src) {
-  const bool dd = dst == MemKind::Device, sd = src == MemKind::Device;
-  switch (kind) {
-    case cudaMemcpyHostToDevice:
-      return dd && !sd;
-    case cudaMemcpyDeviceToHost:
-      return !dd && sd;
-    case cudaMemcpyDeviceToDevice:
-      return dd && sd;
-    case cudaMemcpyHostToHost:
-      return !dd && !sd;
-    case cudaMemcpyDefault:
-      return true;
-  }
-  return false;
-}
-
-// Checks and classifies a copy; returns cudaSuccess or the error CUDA would give.
-cudaError_t check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, MemKind* dk, MemKind* sk) {
-  if (n == 0) return cudaSuccess;
-  if (!dst || !src) return cudaErrorInvalidValue;
-  bool dok, sok;
-  *dk = classify(dst, n, &dok);
-  *sk = classify(src, n, &sok);
-  if (!dok || !sok) return cudaErrorInvalidValue;
-  if (!direction_ok(kind, *dk, *sk)) return cudaErrorInvalidMemcpyDirection;
-  return cudaSuccess;
-}
-
 }  // namespace
 
 [[noreturn]] void fatal(const std::string& what) {
@@ -124,17 +58,6 @@ cudaError_t check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
 cudaError_t set_error(cudaError_t e) {
   if (e != cudaSuccess) g_last_error = e;
   return e;
-}
-
-MemKind classify(const void* p, size_t n, bool* ok) {
-  *ok = true;
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  auto it = g_allocs.upper_bound(a);
-  if (it == g_allocs.begin()) return MemKind::Pageable;
-  --it;
-  if (a >= it->first + std::max<size_t>(it->second.size, 1)) return MemKind::Pageable;
-  *ok = a + n <= it->first + it->second.size;
-  return it->second.kind;
 }
 
 void forget_capture(const CUgraph_st* g) {
@@ -195,6 +118,8 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   return cudaSuccess;
 }
 
+void defer_on_legacy(Node&& n) { g_legacy_pending.push_back(std::move(n)); }
+
 void settle_legacy() {
   for (Node& n : g_legacy_pending) g_queue.push_back(std::move(n));
   g_legacy_pending.clear();
@@ -214,9 +139,7 @@ cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream) {
   if (threads == 0 || threads > 1024 || b.x > 1024 || b.y > 1024 || b.z > 64 || g.x == 0 || g.y == 0 || g.z == 0 ||
       g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     return set_error(cudaErrorInvalidConfiguration);
-  auto lim = g_func_smem_limit.find(k.func);
-  const size_t smem_limit = lim == g_func_smem_limit.end() ? 48 << 10 : size_t(lim->second);
-  if (k.smem > smem_limit) return set_error(cudaErrorInvalidValue);
+  if (k.smem > dynamic_smem_limit(k.func)) return set_error(cudaErrorInvalidValue);
   Node n(NodeKind::Kernel);
   n.func = k.func;
   n.kernel = std::move(k);
@@ -237,19 +160,38 @@ cudaError_t cudaPeekAtLastError() { return g_last_error; }
 
 const char* cudaGetErrorName(cudaError_t e) {
   switch (e) {
-#define SIMT_ERR_(x) \
-  case x:            \
-    return #x;
-    SIMT_ERR_(cudaSuccess)
-    SIMT_ERR_(cudaErrorInvalidValue)
-    SIMT_ERR_(cudaErrorMemoryAllocation) SIMT_ERR_(cudaErrorInvalidConfiguration)
-        SIMT_ERR_(cudaErrorInvalidMemcpyDirection) SIMT_ERR_(cudaErrorInvalidResourceHandle)
-            SIMT_ERR_(cudaErrorNotReady) SIMT_ERR_(cudaErrorInvalidDevice) SIMT_ERR_(cudaErrorIllegalState)
-                SIMT_ERR_(cudaErrorStreamCaptureUnsupported) SIMT_ERR_(cudaErrorStreamCaptureInvalidated)
-                    SIMT_ERR_(cudaErrorStreamCaptureImplicit) SIMT_ERR_(cudaErrorGraphExecUpdateFailure)
-                        SIMT_ERR_(cudaErrorNotSupported) SIMT_ERR_(cudaErrorUnknown)
-#undef SIMT_ERR_
-                            default : return "cudaErrorUnrecognized(simt)";
+    case cudaSuccess:
+      return "cudaSuccess";
+    case cudaErrorInvalidValue:
+      return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation:
+      return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration:
+      return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidMemcpyDirection:
+      return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidResourceHandle:
+      return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady:
+      return "cudaErrorNotReady";
+    case cudaErrorInvalidDevice:
+      return "cudaErrorInvalidDevice";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit:
+      return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorGraphExecUpdateFailure:
+      return "cudaErrorGraphExecUpdateFailure";
+    case cudaErrorNotSupported:
+      return "cudaErrorNotSupported";
+    case cudaErrorUnknown:
+      return "cudaErrorUnknown";
+    default:
+      return "cudaErrorUnrecognized(simt)";
   }
 }
 const char* cudaGetErrorString(cudaError_t e) {
@@ -280,247 +222,6 @@ const char* cudaGetErrorString(cudaError_t e) {
     default:
       return cudaGetErrorName(e);
   }
-}
-
-// ---- device ----
-cudaError_t cudaGetDeviceCount(int* count) {
-  if (!count) return set_error(cudaErrorInvalidValue);
-  *count = 1;
-  return cudaSuccess;
-}
-cudaError_t cudaGetDevice(int* device) {
-  if (!device) return set_error(cudaErrorInvalidValue);
-  *device = 0;
-  return cudaSuccess;
-}
-cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : set_error(cudaErrorInvalidDevice); }
-
-cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int device) {
-  if (!p) return set_error(cudaErrorInvalidValue);
-  if (device != 0) return set_error(cudaErrorInvalidDevice);
-  std::memset(p, 0, sizeof *p);
-  std::snprintf(p->name, sizeof p->name, "SIMT emulator (sm_90)");
-  p->totalGlobalMem = kDeviceMemory;
-  p->sharedMemPerBlock = 48 << 10;
-  p->sharedMemPerBlockOptin = kMaxDynamicSmem;
-  p->sharedMemPerMultiprocessor = 228 << 10;
-  p->regsPerBlock = p->regsPerMultiprocessor = 65536;
-  p->warpSize = 32;
-  p->maxThreadsPerBlock = 1024;
-  p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
-  p->maxThreadsDim[2] = 64;
-  p->maxGridSize[0] = 0x7fffffff;
-  p->maxGridSize[1] = p->maxGridSize[2] = 65535;
-  p->totalConstMem = 64 << 10;
-  p->major = 9;
-  p->minor = 0;
-  p->multiProcessorCount = 132;
-  p->maxThreadsPerMultiProcessor = 2048;
-  p->maxBlocksPerMultiProcessor = 32;
-  p->l2CacheSize = 50 << 20;
-  p->memoryBusWidth = 5120;
-  p->concurrentKernels = p->unifiedAddressing = p->canMapHostMemory = 1;
-  p->asyncEngineCount = 2;
-  return cudaSuccess;
-}
-
-cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int device) {
-  if (!v) return set_error(cudaErrorInvalidValue);
-  if (device != 0) return set_error(cudaErrorInvalidDevice);
-  switch (attr) {
-    case cudaDevAttrMultiProcessorCount:
-      *v = 132;
-      break;
-    case cudaDevAttrMaxThreadsPerBlock:
-      *v = 1024;
-      break;
-    case cudaDevAttrMaxBlockDimX:
-    case cudaDevAttrMaxBlockDimY:
-      *v = 1024;
-      break;
-    case cudaDevAttrMaxBlockDimZ:
-      *v = 64;
-      break;
-    case cudaDevAttrMaxGridDimX:
-      *v = 0x7fffffff;
-      break;
-    case cudaDevAttrMaxGridDimY:
-    case cudaDevAttrMaxGridDimZ:
-      *v = 65535;
-      break;
-    case cudaDevAttrMaxSharedMemoryPerBlock:
-      *v = 48 << 10;
-      break;
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
-      *v = kMaxDynamicSmem;
-      break;
-    case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
-      *v = 228 << 10;
-      break;
-    case cudaDevAttrMaxRegistersPerBlock:
-    case cudaDevAttrMaxRegistersPerMultiprocessor:
-      *v = 65536;
-      break;
-    case cudaDevAttrWarpSize:
-      *v = 32;
-      break;
-    case cudaDevAttrComputeCapabilityMajor:
-      *v = 9;
-      break;
-    case cudaDevAttrComputeCapabilityMinor:
-      *v = 0;
-      break;
-    case cudaDevAttrMaxThreadsPerMultiProcessor:
-      *v = 2048;
-      break;
-    case cudaDevAttrMaxBlocksPerMultiprocessor:
-      *v = 32;
-      break;
-    case cudaDevAttrL2CacheSize:
-      *v = 50 << 20;
-      break;
-    case cudaDevAttrClockRate:
-      *v = 1980000;
-      break;
-    case cudaDevAttrMemoryClockRate:
-      *v = 2619000;
-      break;
-    case cudaDevAttrGlobalMemoryBusWidth:
-      *v = 5120;
-      break;
-    default:
-      return set_error(cudaErrorInvalidValue);
-  }
-  return cudaSuccess;
-}
-
-cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
-  if (!func) return set_error(cudaErrorInvalidDeviceFunction);
-  if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {
-    if (value < 0 || value > kMaxDynamicSmem) return set_error(cudaErrorInvalidValue);
-    g_func_smem_limit[func] = value;
-    return cudaSuccess;
-  }
-  if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
-  return set_error(cudaErrorInvalidValue);
-}
-
-cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
-  if (!free_bytes || !total) return set_error(cudaErrorInvalidValue);
-  *total = kDeviceMemory;
-  *free_bytes = kDeviceMemory - g_device_bytes;
-  return cudaSuccess;
-}
-
-cudaError_t cudaDeviceSynchronize() {
-  if (cudaError_t e = forbid_in_capture()) return e;
-  settle_legacy();
-  drain();
-  return cudaSuccess;
-}
-cudaError_t cudaDeviceReset() {
-  settle_legacy();
-  drain();
-  g_last_error = cudaSuccess;
-  g_func_smem_limit.clear();
-  return cudaSuccess;
-}
-cudaError_t cudaProfilerStart() { return cudaSuccess; }
-cudaError_t cudaProfilerStop() { return cudaSuccess; }
-
-// ---- memory ----
-cudaError_t cudaMalloc(void** p, size_t n) { return alloc(p, n, MemKind::Device); }
-cudaError_t cudaFree(void* p) { return release(p, MemKind::Device); }
-cudaError_t cudaMallocHost(void** p, size_t n) { return alloc(p, n, MemKind::Pinned); }
-cudaError_t cudaHostAlloc(void** p, size_t n, unsigned int) { return alloc(p, n, MemKind::Pinned); }
-cudaError_t cudaFreeHost(void* p) { return release(p, MemKind::Pinned); }
-
-cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
-  MemKind dk, sk;
-  if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
-  if (cudaError_t e = forbid_in_capture()) return e;
-  settle_legacy();
-  drain();
-  if (n == 0) return cudaSuccess;
-  if (dk == MemKind::Device && sk == MemKind::Pageable) {
-    // CUDA returns once the source is in a staging buffer; the DMA to the device lands later,
-    // on the legacy stream, unordered with non-blocking streams.
-    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                               static_cast<const unsigned char*>(src) + n);
-    Node node(NodeKind::Memcpy);
-    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
-    g_legacy_pending.push_back(std::move(node));
-    return cudaSuccess;
-  }
-  std::memmove(dst, src, n);
-  return cudaSuccess;
-}
-
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream) {
-  MemKind dk = MemKind::Device, sk = MemKind::Device;
-  if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
-  if (!resolve(stream)) return set_error(cudaErrorInvalidResourceHandle);
-  const bool pageable = dk == MemKind::Pageable || sk == MemKind::Pageable;
-  if (pageable && stream_is_capturing(stream)) {
-    // Recent drivers accept it, but nothing keeps the host buffer alive until replay.
-    invalidate_captures();
-    return set_error(cudaErrorStreamCaptureUnsupported);
-  }
-  if (n == 0) return cudaSuccess;
-  if (dk == MemKind::Pageable) {  // to pageable memory CUDA returns after the copy completed
-    drain();
-    std::memmove(dst, src, n);
-    return cudaSuccess;
-  }
-  Node node(NodeKind::Memcpy);
-  if (sk == MemKind::Pageable) {  // from pageable memory CUDA stages the source before returning
-    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
-                                                               static_cast<const unsigned char*>(src) + n);
-    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
-  } else {
-    node.op = [dst, src, n] { std::memmove(dst, src, n); };  // pointers kept: copies at execution
-  }
-  return submit(std::move(node), stream);
-}
-
-cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind) {
-  if (cudaError_t e = forbid_in_capture()) return e;
-  settle_legacy();
-  drain();
-  std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, n);
-  return cudaSuccess;
-}
-cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind) {
-  if (cudaError_t e = forbid_in_capture()) return e;
-  settle_legacy();
-  drain();
-  std::memcpy(dst, static_cast<const char*>(symbol) + offset, n);
-  return cudaSuccess;
-}
-
-static cudaError_t check_memset(void* p, size_t n) {
-  if (n == 0) return cudaSuccess;
-  bool ok;
-  if (!p || classify(p, n, &ok) != MemKind::Device || !ok) return cudaErrorInvalidValue;
-  return cudaSuccess;
-}
-
-cudaError_t cudaMemset(void* p, int value, size_t n) {
-  if (cudaError_t e = check_memset(p, n)) return set_error(e);
-  if (cudaError_t e = forbid_in_capture()) return e;
-  if (n == 0) return cudaSuccess;
-  // Asynchronous with respect to the host for device memory, on the legacy stream.
-  Node node(NodeKind::Memset);
-  node.op = [p, value, n] { std::memset(p, value, n); };
-  g_legacy_pending.push_back(std::move(node));
-  return cudaSuccess;
-}
-
-cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
-  if (cudaError_t e = check_memset(p, n)) return set_error(e);
-  Node node(NodeKind::Memset);
-  node.op = [p, value, n] { std::memset(p, value, n); };
-  return submit(std::move(node), stream);
 }
 
 // ---- streams ----

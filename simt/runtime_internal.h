@@ -50,6 +50,15 @@ void run_kernel(const KernelLaunch& k);  // scheduler.cpp
 void set_coords(const uint3& thread, const uint3& block, const dim3& block_dim, const dim3& grid_dim);
 cudaError_t set_error(cudaError_t e);  // records e for cudaGetLastError; returns it
 
+// Queues work on the legacy stream that nothing orders yet (settle_legacy orders it).
+void defer_on_legacy(Node&& n);
+
+// The emulated device's limits (device.cpp reports them, memory.cpp and launches enforce them).
+constexpr size_t kDeviceMemory = 80ull << 30;
+constexpr int kMaxDynamicSmem = 227 << 10;
+size_t dynamic_smem_limit(const void* func);  // bytes a launch of func may ask for (device.cpp)
+size_t device_bytes_in_use();                 // memory.cpp
+
 enum class MemKind { Device, Pinned, Pageable };
 // Classifies [p, p+n); a range that starts in an allocation but overruns it is reported as
 // Device/Pinned with ok == false.

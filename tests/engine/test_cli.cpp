@@ -137,7 +137,7 @@ TEST(Cli, UnresolvableOutIsRefusedAndNothingWritten) {
   std::string longest = dir.string();
   while (longest.size() < 5000) longest += "/" + std::string(200, 'c');
   const std::string tiny = "train --backend host --hidden-size 8 --max-steps 2 --batch-size 1 --total-epochs 1 --out ";
-  for (const std::string out : {(dir / "a" / "run").string(), longest, (dir / "file").string()}) {
+  for (const std::string& out : {(dir / "a" / "run").string(), longest, (dir / "file").string()}) {
     const Result r = run_grpo(tiny + "'" + out + "'");
     EXPECT_EQ(r.code, 2) << out.substr(0, 80) << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

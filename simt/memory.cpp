@@ -1,0 +1,192 @@
+// The emulator's memory: device and pinned allocations (poisoned, bounds-checked), and the
+// copies and memsets between them and pageable memory, with CUDA's direction checks and its
+// ordering of a synchronous copy's tail on the legacy stream.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "simt/runtime_internal.h"
+
+namespace simt::detail {
+namespace {
+
+struct Alloc {
+  size_t size;
+  MemKind kind;
+};
+std::map<uintptr_t, Alloc> g_allocs;  // device and pinned host ranges, by start address
+size_t g_device_bytes = 0;
+cudaError_t alloc(void** p, size_t n, MemKind kind) {
+  if (!p) return set_error(cudaErrorInvalidValue);
+  if (cudaError_t e = forbid_in_capture()) return e;
+  if (kind == MemKind::Device && g_device_bytes + n > kDeviceMemory) return set_error(cudaErrorMemoryAllocation);
+  void* mem = nullptr;
+  // posix_memalign keeps the exact size visible to AddressSanitizer; CUDA aligns to 256 bytes.
+  if (posix_memalign(&mem, 256, std::max<size_t>(n, 1)) != 0) return set_error(cudaErrorMemoryAllocation);
+  std::memset(mem, 0xFF, n);  // poison: reading memory nobody wrote shows up as NaN
+  g_allocs[reinterpret_cast<uintptr_t>(mem)] = Alloc{n, kind};
+  if (kind == MemKind::Device) g_device_bytes += n;
+  *p = mem;
+  return cudaSuccess;
+}
+
+cudaError_t release(void* p, MemKind kind) {
+  if (!p) return cudaSuccess;
+  if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
+  drain();  // cudaFree synchronises the device
+  auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
+  if (it == g_allocs.end() || it->second.kind != kind) return set_error(cudaErrorInvalidValue);
+  if (kind == MemKind::Device) g_device_bytes -= it->second.size;
+  g_allocs.erase(it);
+  std::free(p);
+  return cudaSuccess;
+}
+
+bool direction_ok(cudaMemcpyKind kind, MemKind dst, MemKind src) {
+  const bool dd = dst == MemKind::Device, sd = src == MemKind::Device;
+  switch (kind) {
+    case cudaMemcpyHostToDevice:
+      return dd && !sd;
+    case cudaMemcpyDeviceToHost:
+      return !dd && sd;
+    case cudaMemcpyDeviceToDevice:
+      return dd && sd;
+    case cudaMemcpyHostToHost:
+      return !dd && !sd;
+    case cudaMemcpyDefault:
+      return true;
+  }
+  return false;
+}
+
+// Checks and classifies a copy; returns cudaSuccess or the error CUDA would give.
+cudaError_t check_copy(void* dst, const void* src, size_t n, cudaMemcpyKind kind, MemKind* dk, MemKind* sk) {
+  if (n == 0) return cudaSuccess;
+  if (!dst || !src) return cudaErrorInvalidValue;
+  bool dok, sok;
+  *dk = classify(dst, n, &dok);
+  *sk = classify(src, n, &sok);
+  if (!dok || !sok) return cudaErrorInvalidValue;
+  if (!direction_ok(kind, *dk, *sk)) return cudaErrorInvalidMemcpyDirection;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+MemKind classify(const void* p, size_t n, bool* ok) {
+  *ok = true;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  auto it = g_allocs.upper_bound(a);
+  if (it == g_allocs.begin()) return MemKind::Pageable;
+  --it;
+  if (a >= it->first + std::max<size_t>(it->second.size, 1)) return MemKind::Pageable;
+  *ok = a + n <= it->first + it->second.size;
+  return it->second.kind;
+}
+
+size_t device_bytes_in_use() { return g_device_bytes; }
+
+}  // namespace simt::detail
+
+using namespace simt::detail;
+
+// ---- memory ----
+cudaError_t cudaMalloc(void** p, size_t n) { return alloc(p, n, MemKind::Device); }
+cudaError_t cudaFree(void* p) { return release(p, MemKind::Device); }
+cudaError_t cudaMallocHost(void** p, size_t n) { return alloc(p, n, MemKind::Pinned); }
+cudaError_t cudaHostAlloc(void** p, size_t n, unsigned int) { return alloc(p, n, MemKind::Pinned); }
+cudaError_t cudaFreeHost(void* p) { return release(p, MemKind::Pinned); }
+
+cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
+  MemKind dk, sk;
+  if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
+  if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
+  drain();
+  if (n == 0) return cudaSuccess;
+  if (dk == MemKind::Device && sk == MemKind::Pageable) {
+    // CUDA returns once the source is in a staging buffer; the DMA to the device lands later,
+    // on the legacy stream, unordered with non-blocking streams.
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
+                                                               static_cast<const unsigned char*>(src) + n);
+    Node node(NodeKind::Memcpy);
+    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+    defer_on_legacy(std::move(node));
+    return cudaSuccess;
+  }
+  std::memmove(dst, src, n);
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind kind, cudaStream_t stream) {
+  MemKind dk = MemKind::Device, sk = MemKind::Device;
+  if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
+  if (!resolve(stream)) return set_error(cudaErrorInvalidResourceHandle);
+  const bool pageable = dk == MemKind::Pageable || sk == MemKind::Pageable;
+  if (pageable && stream_is_capturing(stream)) {
+    // Recent drivers accept it, but nothing keeps the host buffer alive until replay.
+    invalidate_captures();
+    return set_error(cudaErrorStreamCaptureUnsupported);
+  }
+  if (n == 0) return cudaSuccess;
+  if (dk == MemKind::Pageable) {  // to pageable memory CUDA returns after the copy completed
+    drain();
+    std::memmove(dst, src, n);
+    return cudaSuccess;
+  }
+  Node node(NodeKind::Memcpy);
+  if (sk == MemKind::Pageable) {  // from pageable memory CUDA stages the source before returning
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
+                                                               static_cast<const unsigned char*>(src) + n);
+    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
+  } else {
+    node.op = [dst, src, n] { std::memmove(dst, src, n); };  // pointers kept: copies at execution
+  }
+  return submit(std::move(node), stream);
+}
+
+cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind) {
+  if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
+  drain();
+  std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind) {
+  if (cudaError_t e = forbid_in_capture()) return e;
+  settle_legacy();
+  drain();
+  std::memcpy(dst, static_cast<const char*>(symbol) + offset, n);
+  return cudaSuccess;
+}
+
+static cudaError_t check_memset(void* p, size_t n) {
+  if (n == 0) return cudaSuccess;
+  bool ok;
+  if (!p || classify(p, n, &ok) != MemKind::Device || !ok) return cudaErrorInvalidValue;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemset(void* p, int value, size_t n) {
+  if (cudaError_t e = check_memset(p, n)) return set_error(e);
+  if (cudaError_t e = forbid_in_capture()) return e;
+  if (n == 0) return cudaSuccess;
+  // Asynchronous with respect to the host for device memory, on the legacy stream.
+  Node node(NodeKind::Memset);
+  node.op = [p, value, n] { std::memset(p, value, n); };
+  defer_on_legacy(std::move(node));
+  return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
+  if (cudaError_t e = check_memset(p, n)) return set_error(e);
+  Node node(NodeKind::Memset);
+  node.op = [p, value, n] { std::memset(p, value, n); };
+  return submit(std::move(node), stream);
+}
