@@ -120,7 +120,7 @@ class Format(unittest.TestCase):
         self.assertIn("CI needs clang-format 14", out)
         rc, out = run(["--fix", r.dir], CLANG_FORMAT=fake)
         self.assertEqual(rc, 1, out)
-        self.assertIn("not reformatting with it", out)
+        self.assertIn("nothing reformatted", out)
         self.assertEqual(r.read("a.cpp"), BAD)
 
     def test_bad_usage_exits_2(self):
@@ -128,7 +128,7 @@ class Format(unittest.TestCase):
         self.addCleanup(shutil.rmtree, outside)
         rc, out = run([outside], GIT_CEILING_DIRECTORIES=os.path.dirname(outside))
         self.assertEqual(rc, 2, out)
-        self.assertIn("is not inside a git checkout", out)
+        self.assertIn("is not a git checkout git can use", out)
         for args in (["--bogus"], [outside, outside], [os.path.join(outside, "missing")]):
             rc, out = run(args)
             self.assertEqual(rc, 2, (args, out))
