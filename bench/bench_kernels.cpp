@@ -114,8 +114,8 @@ int main(int argc, char** argv) {
     } else {
       const int T = s.M / s.N;
       ops.push_back({"policy_loss", 0, 32.0 * s.M, [&] {
-                       policy_loss_host(logits.data(), actions.data(), adv.data(), s.M, 0.01f, dlogits.data(), &out[0],
-                                        &out[1], red_scratch.data());
+                       policy_loss_host(logits.data(), actions.data(), adv.data(), s.M, PolicyObjective{},
+                                        dlogits.data(), &out[0], &out[1], red_scratch.data());
                      }});
       ops.push_back({"discounted_returns", 0, 8.0 * T * s.N,
                      [&, T] { discounted_returns_host(adv.data(), ret.data(), T, s.N, 0.99f); }});

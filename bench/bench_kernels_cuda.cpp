@@ -144,7 +144,8 @@ struct Case {
     if (s.every || M > N) {
       const AdamWConfig adam{};
       ops.push_back({"policy_loss", 0, 32.0 * M, [=] {
-                       policy_loss_cuda(logits.p, act_i, adv.p, M, 0.01f, dlogits.p, out.p, out.p + 1, red.p, st);
+                       policy_loss_cuda(logits.p, act_i, adv.p, M, PolicyObjective{}, dlogits.p, out.p, out.p + 1,
+                                        red.p, st);
                      }});
       ops.push_back(
           {"discounted_returns", 0, 8.0 * T * N, [=] { discounted_returns_cuda(adv.p, ret.p, T, N, 0.99f, st); }});

@@ -108,15 +108,21 @@ class TimedOps final : public Ops {
   void sample_actions(const float* l, int M, uint64_t seed, const uint32_t* e, uint32_t step, int32_t* a) override {
     GRPO_TIMED("sample_actions", in_.sample_actions(l, M, seed, e, step, a));
   }
-  void policy_loss(const float* l, const int32_t* a, const float* adv, int M, float ec, float* dl, float* lo, float* eo,
-                   float* s) override {
-    GRPO_TIMED("policy_loss", in_.policy_loss(l, a, adv, M, ec, dl, lo, eo, s));
+  void policy_loss(const float* l, const int32_t* a, const float* adv, int M, const PolicyObjective& o, float* dl,
+                   float* lo, float* eo, float* s) override {
+    GRPO_TIMED("policy_loss", in_.policy_loss(l, a, adv, M, o, dl, lo, eo, s));
+  }
+  void action_log_probs(const float* l, const int32_t* a, int M, float* lp) override {
+    GRPO_TIMED("action_log_probs", in_.action_log_probs(l, a, M, lp));
   }
   void discounted_returns(const float* r, float* R, int T, int N, float g) override {
     GRPO_TIMED("returns", in_.discounted_returns(r, R, T, N, g));
   }
   void normalize_advantages(const float* R, float* adv, int n, float* s, float* st) override {
     GRPO_TIMED("advantages", in_.normalize_advantages(R, adv, n, s, st));
+  }
+  void group_normalize_rewards(const float* r, float* out, int T, int G, int R, float* st) override {
+    GRPO_TIMED("advantages", in_.group_normalize_rewards(r, out, T, G, R, st));
   }
   void grad_norm(const float* g, size_t n, TrainScalars* s, float mx, float* sc) override {
     GRPO_TIMED("grad_norm", in_.grad_norm(g, n, s, mx, sc));
@@ -125,6 +131,7 @@ class TimedOps final : public Ops {
              const AdamWConfig& c) override {
     GRPO_TIMED("adamw", in_.adamw(p, g, m, v, n, s, c));
   }
+  void finish_update(TrainScalars* s) override { GRPO_TIMED("metrics", in_.finish_update(s)); }
   void advance_schedule(TrainScalars* s) override { GRPO_TIMED("metrics", in_.advance_schedule(s)); }
   void mean_f32(const float* x, int n, float* out, float* s) override {
     GRPO_TIMED("metrics", in_.mean_f32(x, n, out, s));

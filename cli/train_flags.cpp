@@ -49,6 +49,21 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--dropout", c.dropout, "dropout probability, active in rollout and loss pass (0: off)")
       ->check(CLI::Range(0.0, 0.999))
       ->capture_default_str();
+  app.add_option("--algo", f.algo,
+                 "reference: the reference's returns, advantages and loss; grpo: group-relative advantages, "
+                 "clipped ratio over --ppo-epochs passes, optional KL penalty (docs/spec/training.md)")
+      ->check(CLI::IsMember({"reference", "grpo"}))
+      ->capture_default_str();
+  app.add_option("--ppo-epochs", c.ppo_epochs, "grpo: optimisation passes (AdamW updates) over each rollout")
+      ->check(plain_integer(false))
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--clip", c.clip, "grpo: epsilon of the clipped ratio, in (0, 1)")
+      ->check(CLI::Range(1e-6, 0.999999))
+      ->capture_default_str();
+  app.add_option("--kl-beta", c.kl_beta, "grpo: weight of the KL penalty to the rollout policy (0: off)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
   app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")
       ->check(plain_integer(false))
       ->capture_default_str();
@@ -89,6 +104,10 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
     if (!given("--patience")) c.patience = p.patience;
     if (!given("--save-checkpoint-per-num-epoch")) c.checkpoint_every = p.checkpoint_every;
   }
+  c.algo = f.algo == "grpo" ? Algo::Grpo : Algo::Reference;
+  if (c.algo != Algo::Grpo)
+    for (const char* flag : {"--ppo-epochs", "--clip", "--kl-beta"})
+      if (app.count(flag)) throw UsageError(std::string(flag) + " applies to --algo grpo only");
   c.use_graph = !f.no_graph;
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";

@@ -15,6 +15,7 @@ struct TrainFlags {
   std::string preset = "reference";
   bool no_graph = false;
   std::string backend = "auto";
+  std::string algo = "reference";
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& f);

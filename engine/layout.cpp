@@ -54,6 +54,7 @@ ArenaLayout::ArenaLayout(const TrainConfig& c) {
   rewards = take(M * sizeof(float));
   returns = take(M * sizeof(float));
   advantages = take(M * sizeof(float));
+  old_logp = take(c.algo == Algo::Grpo ? M * sizeof(float) : 0);
   h0 = take(M * H * sizeof(float));
   h1 = take(M * H * sizeof(float));
   a1 = take(M * H * sizeof(float));

@@ -59,6 +59,8 @@ struct PolicyActs {
 struct ArenaLayout {
   // Rollout record, one row per (t, game), t-major: row = t * N + game.
   size_t obs, actions, rewards, returns, advantages;
+  // --algo grpo: the rollout policy's log pi_old(a_t) per sample (no space for the reference).
+  size_t old_logp;
   // Network activations for M rows: rollout step t fills rows t*N.. (h0, h1, a1, LN statistics),
   // the loss pass reuses them and overwrites h2 and the logits with its fresh dropout mask.
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;

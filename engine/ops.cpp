@@ -22,7 +22,7 @@ void Ops::rollout(const Rollout& r) {
 void Ops::policy_head_loss(const HeadLoss& h) {
   bias_gelu_dropout_forward(h.a1, h.b1, h.h2, h.M, h.H, h.drop);
   linear_forward(h.h2, h.w_out, h.b_out, h.logits, h.M, kActions, h.H);
-  policy_loss(h.logits, h.actions, h.adv, h.M, h.entropy_coef, h.dlogits, h.loss, nullptr, h.scratch);
+  policy_loss(h.logits, h.actions, h.adv, h.M, h.objective, h.dlogits, h.loss, nullptr, h.scratch);
   linear_backward_weight(h.dlogits, h.h2, h.g_w_out, h.M, kActions, h.H, false);
   bias_grad(h.dlogits, h.g_b_out, h.M, kActions, h.scratch);
   linear_backward_input(h.dlogits, h.w_out, h.dh2, h.M, kActions, h.H);

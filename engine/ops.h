@@ -10,6 +10,7 @@
 #include "env/games.h"
 #include "kernels/adamw.h"
 #include "kernels/dropout.h"
+#include "kernels/policy_head.h"
 #include "kernels/train_scalars.h"
 
 namespace grpo {
@@ -70,8 +71,10 @@ class Ops {
   // Policy head (kernels/policy_head.h).
   virtual void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                               int32_t* actions) = 0;
-  virtual void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
-                           float* dlogits, float* loss_out, float* entropy_out, float* scratch) = 0;
+  virtual void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M,
+                           const PolicyObjective& obj, float* dlogits, float* loss_out, float* entropy_out,
+                           float* scratch) = 0;
+  virtual void action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) = 0;
 
   // The rollout (spec steps 1-2) as one op: games_reset, then T steps of policy_forward with the
   // rollout's dropout, sample_actions and games_step. Step t writes its activations into rows
@@ -103,7 +106,7 @@ class Ops {
     const int32_t* actions;                // [M]
     const float* adv;                      // [M]
     int M, H;
-    float entropy_coef;
+    PolicyObjective objective;  // its old_logp, if any, is [M] like adv
     DropoutSpec drop;
     float *logits, *dlogits;  // [M, 3] each, written
     float *h2, *dh2, *da1;    // [M, H]
@@ -130,11 +133,13 @@ class Ops {
   // Returns and advantages (kernels/returns.h).
   virtual void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) = 0;
   virtual void normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) = 0;
+  virtual void group_normalize_rewards(const float* rewards, float* out, int T, int G, int R, float* stats_out) = 0;
 
   // Optimiser (kernels/grad_norm.h, kernels/adamw.h, kernels/train_scalars.h).
   virtual void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) = 0;
   virtual void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
                      const AdamWConfig& cfg) = 0;
+  virtual void finish_update(TrainScalars* s) = 0;
   virtual void advance_schedule(TrainScalars* s) = 0;
 
   // Metrics (kernels/reduce.h, engine/metrics_ring.h).

@@ -23,6 +23,7 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   b.returns = f(al.returns);
   b.advantages = f(al.advantages);
   b.adv_stats = f(al.adv_stats);
+  b.old_logp = c.algo == Algo::Grpo ? f(al.old_logp) : nullptr;
   b.acts = {f(al.h0), f(al.h1), f(al.a1), f(al.h2), f(al.logits), f(al.ln_mean), f(al.ln_rstd)};
   b.trunk_work = f(al.trunk_work);
   b.dlogits = f(al.dlogits);
@@ -32,6 +33,78 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   b.ring = reinterpret_cast<TrainScalars*>(base + al.metrics);
   return b;
 }
+
+namespace {
+
+// Spec steps 5-6 for one pass over the rollout: the head's loss with the pass's dropout mask,
+// then the backward; every gradient in b.g is overwritten.
+void loss_and_backward(Ops& ops, const StepBuffers& b, const TrainConfig& c, const PolicyObjective& objective,
+                       uint32_t pass) {
+  const uint32_t* epoch = &b.scalars->epoch;
+  Ops::HeadLoss head{};
+  head.a1 = b.acts.a1;
+  head.b1 = b.p.fc1_b;
+  head.w_out = b.p.fc_out_w;
+  head.b_out = b.p.fc_out_b;
+  head.actions = b.actions;
+  head.adv = b.advantages;
+  head.M = int(c.samples());
+  head.H = c.hidden_size;
+  head.objective = objective;
+  head.drop = DropoutSpec{c.dropout, c.seed, Purpose::DropoutLoss, epoch, pass};
+  head.logits = b.acts.logits;
+  head.dlogits = b.dlogits;
+  head.h2 = b.acts.h2;
+  head.dh2 = b.trunk_work;
+  head.da1 = b.acts.h2;  // h2 is dead once the head's backward has dW_out
+  head.g_b1 = b.g.fc1_b;
+  head.g_w_out = b.g.fc_out_w;
+  head.g_b_out = b.g.fc_out_b;
+  head.loss = &b.scalars->loss;
+  head.scratch = b.scratch;
+  ops.loss_pass(Ops::LossPass{head, b.p, b.g, b.acts, b.obs, c.obs_dim(), b.trunk_work});
+}
+
+// Spec steps 6-7: clip by the global norm, then AdamW.
+void update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
+  ops.grad_norm(b.grads, b.n_params, b.scalars, c.max_grad_norm, b.scratch);
+  AdamWConfig adam;
+  adam.weight_decay = c.weight_decay;
+  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam);
+}
+
+// --algo grpo after the rollout (docs/spec/training.md "Beyond the reference"): keep the rollout
+// policy's log-probabilities, group-relative advantages, then --ppo-epochs passes of loss,
+// backward and update over the same rollout. Pass 0 reuses the rollout's trunk activations (the
+// parameters have not changed yet, as in the reference path); later passes recompute the trunk
+// over all M rows with the updated parameters. The last update's bookkeeping is
+// advance_schedule's, at the end of the epoch.
+void grpo_update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
+  const int T = c.max_steps, N = c.games(), M = int(c.samples()), H = c.hidden_size;
+  ops.range_push("returns");
+  ops.action_log_probs(b.acts.logits, b.actions, M, b.old_logp);
+  ops.group_normalize_rewards(b.rewards, b.returns, T, c.game.groups(), c.batch_size, nullptr);
+  ops.discounted_returns(b.returns, b.advantages, T, N, c.gamma);
+  ops.range_pop();
+  const PolicyObjective objective{c.entropy_coef, b.old_logp, c.clip, c.kl_beta};
+  for (int pass = 0; pass < c.ppo_epochs; ++pass) {
+    ops.range_push("loss+backward");
+    if (pass > 0) {
+      ops.weights_unchanged(b.p.fc1_w, H, H);
+      policy_trunk_forward(ops, b.p, b.obs, M, c.obs_dim(), H, b.acts);
+    }
+    loss_and_backward(ops, b, c, objective, uint32_t(pass));
+    ops.range_pop();
+    ops.range_push("optimizer");
+    update(ops, b, c);
+    if (pass + 1 < c.ppo_epochs) {
+      ops.finish_update(b.scalars);
+      ops.range_pop();
+    }
+  }
+}
+
+}  // namespace
 
 void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   const int T = c.max_steps, N = c.games(), D = c.obs_dim(), H = c.hidden_size;
@@ -45,50 +118,31 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H});
   ops.range_pop();
 
-  // 3-4. Discounted returns per game, normalised over all T*N samples.
-  ops.range_push("returns");
-  ops.discounted_returns(b.rewards, b.returns, T, N, c.gamma);
-  ops.normalize_advantages(b.returns, b.advantages, M, b.scratch, b.adv_stats);
-  ops.range_pop();
+  // Both paths end inside the "optimizer" range, which the metrics share.
+  if (c.algo == Algo::Grpo) {
+    grpo_update(ops, b, c);
+  } else {
+    // 3-4. Discounted returns per game, normalised over all T*N samples.
+    ops.range_push("returns");
+    ops.discounted_returns(b.rewards, b.returns, T, N, c.gamma);
+    ops.normalize_advantages(b.returns, b.advantages, M, b.scratch, b.adv_stats);
+    ops.range_pop();
 
-  // 5-6. Loss pass on all samples with a fresh dropout mask, then backward. The spec recomputes
-  // the policy on every o_t, but the parameters have not changed since the rollout and the
-  // dropout is the only random op: the trunk up to a1 (fc_in, LayerNorm, fc1: three quarters
-  // of the forward's FLOPs) would come out as the rollout left it in rows t*N.., so only the
-  // head runs again, with the fresh mask. (Same function; the bits of a1 may differ from a
-  // recompute by the GEMM's blocking for 136 rows vs M rows, well inside the tolerances.)
-  ops.range_push("loss+backward");
-  const DropoutSpec drop{c.dropout, c.seed, Purpose::DropoutLoss, epoch, 0};
-  Ops::HeadLoss head{};
-  head.a1 = b.acts.a1;
-  head.b1 = b.p.fc1_b;
-  head.w_out = b.p.fc_out_w;
-  head.b_out = b.p.fc_out_b;
-  head.actions = b.actions;
-  head.adv = b.advantages;
-  head.M = M;
-  head.H = H;
-  head.entropy_coef = c.entropy_coef;
-  head.drop = drop;
-  head.logits = b.acts.logits;
-  head.dlogits = b.dlogits;
-  head.h2 = b.acts.h2;
-  head.dh2 = b.trunk_work;
-  head.da1 = b.acts.h2;  // h2 is dead once the head's backward has dW_out
-  head.g_b1 = b.g.fc1_b;
-  head.g_w_out = b.g.fc_out_w;
-  head.g_b_out = b.g.fc_out_b;
-  head.loss = &b.scalars->loss;
-  head.scratch = b.scratch;
-  ops.loss_pass(Ops::LossPass{head, b.p, b.g, b.acts, b.obs, D, b.trunk_work});
-  ops.range_pop();
+    // 5-6. Loss pass on all samples with a fresh dropout mask, then backward. The spec recomputes
+    // the policy on every o_t, but the parameters have not changed since the rollout and the
+    // dropout is the only random op: the trunk up to a1 (fc_in, LayerNorm, fc1: three quarters
+    // of the forward's FLOPs) would come out as the rollout left it in rows t*N.., so only the
+    // head runs again, with the fresh mask. (Same function; the bits of a1 may differ from a
+    // recompute by the GEMM's blocking for 136 rows vs M rows, well inside the tolerances.)
+    ops.range_push("loss+backward");
+    loss_and_backward(ops, b, c, PolicyObjective{c.entropy_coef}, 0);
+    ops.range_pop();
 
-  // 6-8. Clip by the global norm, AdamW, metrics, then the schedule and counters move on.
-  ops.range_push("optimizer");
-  ops.grad_norm(b.grads, b.n_params, b.scalars, c.max_grad_norm, b.scratch);
-  AdamWConfig adam;
-  adam.weight_decay = c.weight_decay;
-  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam);
+    // 6-7. Clip by the global norm, AdamW.
+    ops.range_push("optimizer");
+    update(ops, b, c);
+  }
+  // 8. Metrics, then the schedule and counters move on.
   ops.mean_f32(b.rewards + size_t(T - 1) * N, N, &b.scalars->reward, b.scratch);
   ops.mean_i32(b.games.score, N, &b.scalars->score, b.scratch);
   ops.snapshot_metrics(b.scalars, b.ring);

@@ -18,6 +18,7 @@ struct StepBuffers {
   float* obs;       // [T*N, D], row t*N + game
   int32_t* actions;
   float *rewards, *returns, *advantages, *adv_stats;
+  float* old_logp;  // [M], --algo grpo only (nullptr otherwise)
   PolicyActs acts;  // [M, hidden]; rollout step t writes rows t*N.., which the loss pass reuses
   float *trunk_work, *dlogits, *scratch;
   GamesView games;

@@ -21,6 +21,11 @@ void TrainConfig::validate() const {
   require(max_steps >= 1 && max_steps <= 100000, "--max-steps must be in [1, 100000]");
   require(std::isfinite(lr) && lr > 0.f && lr <= 1.f, "--lr-rate must be in (0, 1]");
   require(std::isfinite(dropout) && dropout >= 0.f && dropout < 1.f, "--dropout must be in [0, 1)");
+  require(ppo_epochs >= 1 && ppo_epochs <= 64, "--ppo-epochs must be in [1, 64]");
+  require(std::isfinite(clip) && clip > 0.f && clip < 1.f, "--clip must be in (0, 1)");
+  require(std::isfinite(kl_beta) && kl_beta >= 0.f && kl_beta <= 100.f, "--kl-beta must be in [0, 100]");
+  require(algo != Algo::Grpo || int64_t{max_steps} * batch_size >= 2,
+          "--algo grpo needs --max-steps x --batch-size >= 2 (each group's rewards need a standard deviation)");
   require(patience >= 0, "--patience must be >= 0 (0 disables early stopping)");
   require(checkpoint_every == -1 || checkpoint_every >= 1,
           "--save-checkpoint-per-num-epoch must be -1 (only at the end) or >= 1");
@@ -46,6 +51,8 @@ void TrainConfig::apply_small_preset() {
   patience = 300;
   checkpoint_every = 50;
 }
+
+const char* algo_name(Algo a) { return a == Algo::Grpo ? "grpo" : "reference"; }
 
 const char* backend_name(Backend b) {
   switch (b) {

@@ -9,6 +9,9 @@
 namespace grpo {
 
 enum class Backend { Auto, Cuda, Host };
+// reference: the reference's returns, advantages and loss (docs/spec/training.md); grpo: group-
+// relative advantages, clipped ratio and KL penalty ("Beyond the reference").
+enum class Algo { Reference, Grpo };
 
 struct TrainConfig {
   GameConfig game;
@@ -23,6 +26,12 @@ struct TrainConfig {
   float entropy_coef = 0.01f;
   float max_grad_norm = 1.0f;
   float weight_decay = 1e-5f;
+  Algo algo = Algo::Reference;
+  // --algo grpo only: optimisation passes over each rollout, the ratio's clip epsilon and the
+  // weight of the KL penalty to the rollout policy.
+  int ppo_epochs = 2;
+  float clip = 0.2f;
+  float kl_beta = 0.f;
   // The run.
   int patience = 500;          // 0 disables early stopping
   int checkpoint_every = 200;  // --save-checkpoint-per-num-epoch; -1: only at the end
@@ -48,5 +57,6 @@ struct TrainConfig {
 };
 
 const char* backend_name(Backend b);
+const char* algo_name(Algo a);
 
 }  // namespace grpo

@@ -27,7 +27,7 @@ __global__ void sample_actions_kernel(const float* __restrict__ logits, int M, u
 // Stage 1: per-row loss, entropy and gradient; per-block sums of loss and entropy into
 // partials[0 .. blocks) and partials[blocks .. 2 blocks). Grid fixed by M (reduce_blocks).
 __global__ void policy_loss_partials_kernel(const float* __restrict__ logits, const int32_t* __restrict__ actions,
-                                            const float* __restrict__ adv, int M, float entropy_coef,
+                                            const float* __restrict__ adv, int M, PolicyObjective obj,
                                             float* __restrict__ dlogits, float* __restrict__ partials) {
   __shared__ float warp_sums[kReduceThreads / 32];
   const float inv_m = 1.f / static_cast<float>(M);
@@ -35,7 +35,7 @@ __global__ void policy_loss_partials_kernel(const float* __restrict__ logits, co
   for (int i = blockIdx.x * kReduceThreads + threadIdx.x; i < M; i += gridDim.x * kReduceThreads) {
     const size_t o = 3 * static_cast<size_t>(i);
     float h;
-    loss += policy_loss_row(logits + o, actions[i], adv[i], entropy_coef, inv_m, dlogits + o, &h);
+    loss += objective_loss_row(obj, logits + o, i, actions[i], adv[i], inv_m, dlogits + o, &h);
     entropy += h;
   }
   loss = block_sum<kReduceThreads>(loss, warp_sums);
@@ -63,6 +63,13 @@ __global__ void policy_loss_finalize_kernel(const float* __restrict__ partials, 
   }
 }
 
+__global__ void action_log_probs_kernel(const float* __restrict__ logits, const int32_t* __restrict__ actions, int M,
+                                        float* __restrict__ logp) {
+  const int i = blockIdx.x * kSampleThreads + threadIdx.x;
+  if (i >= M) return;
+  logp[i] = action_log_prob(logits + 3 * static_cast<size_t>(i), actions[i]);
+}
+
 }  // namespace
 
 // Bytes per call: 12M logits read, 4M actions written, 4M log-probs written when asked, 4 (epoch).
@@ -74,16 +81,24 @@ void sample_actions_cuda(const float* logits, int M, uint64_t seed, const uint32
          actions, logp_action);
 }
 
-// Bytes per call: 12M logits + 4M actions + 4M advantages read, 12M dlogits written (32M in
-// all), plus 16 * blocks of scratch (<= 4 KiB) and 8 for the two scalars.
-void policy_loss_cuda(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+// Bytes per call: 12M logits + 4M actions + 4M advantages read (+ 4M old log-probs for grpo),
+// 12M dlogits written (32M in all), plus 16 * blocks of scratch (<= 4 KiB) and 8 for the two
+// scalars.
+void policy_loss_cuda(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
                       float* dlogits, float* loss_out, float* entropy_out, float* scratch, cudaStream_t stream) {
   if (M < 1) throw std::invalid_argument("policy_loss_cuda: M must be >= 1, got " + std::to_string(M));
   const unsigned blocks = reduce_blocks(M);
-  launch(policy_loss_partials_kernel, blocks, kReduceThreads, 0, stream, logits, actions, adv, M, entropy_coef, dlogits,
+  launch(policy_loss_partials_kernel, blocks, kReduceThreads, 0, stream, logits, actions, adv, M, obj, dlogits,
          scratch);
   launch(policy_loss_finalize_kernel, 1, kReduceThreads, 0, stream, static_cast<const float*>(scratch),
          static_cast<int>(blocks), M, loss_out, entropy_out);
+}
+
+// Bytes per call: 12M logits + 4M actions read, 4M log-probs written.
+void action_log_probs_cuda(const float* logits, const int32_t* actions, int M, float* logp, cudaStream_t stream) {
+  if (M < 0) throw std::invalid_argument("action_log_probs_cuda: M must be >= 0, got " + std::to_string(M));
+  if (M == 0) return;
+  launch(action_log_probs_kernel, ceil_div(M, kSampleThreads), kSampleThreads, 0, stream, logits, actions, M, logp);
 }
 
 }  // namespace grpo

@@ -80,6 +80,54 @@ GRPO_HD float policy_loss_row(const float* z, int32_t action, float adv, float e
   return -logp_a * a_clamped - entropy_coef * r.entropy;
 }
 
+// What the loss optimises (docs/spec/training.md). old_logp == nullptr: the reference's
+// objective, policy_loss_row. Otherwise --algo grpo's, grpo_loss_row, with old_logp[i] the
+// rollout policy's log pi_old(a_i), clip = epsilon of the clipped ratio and kl_beta the weight of
+// the KL penalty to the rollout policy. Trivially copyable: passed to kernels by value.
+struct PolicyObjective {
+  float entropy_coef = 0.01f;
+  const float* old_logp = nullptr;
+  float clip = 0.2f;
+  float kl_beta = 0.f;
+};
+
+// One sample of --algo grpo's loss, with rho = exp(logp(a) - old_logp) and A unclamped:
+//   l = -min(rho A, clamp(rho, 1 - clip, 1 + clip) A) + kl_beta k3 - c H,
+//   k3 = exp(old_logp - logp(a)) - (old_logp - logp(a)) - 1 (the estimator of KL(pi || pi_old)).
+// The surrogate's gradient flows through rho A when that branch is the minimum or both are equal,
+// i.e. unless the ratio is clipped against the advantage (A >= 0 and rho > 1 + clip, or A < 0 and
+// rho < 1 - clip); then only the entropy and KL terms move the row. dl/dlogp(a) = w with
+// w = -[unclipped] rho A + kl_beta (1 - exp(old_logp - logp(a))); dz_j = (w ([j == a] - p_j)
+// + c p_j (logp_j + H)) * inv_m.
+GRPO_HD float grpo_loss_row(const float* z, int32_t action, float adv, float old_logp, float clip, float kl_beta,
+                            float entropy_coef, float inv_m, float* dz, float* entropy) {
+  const PolicyRow r = policy_row(z);
+  const bool valid = action >= 0 && action < kActions;
+  const float logp_a = valid ? r.logp[action] : std::numeric_limits<float>::quiet_NaN();
+  const float rho = expf(logp_a - old_logp);
+  const float rho_clipped = fminf(fmaxf(rho, 1.f - clip), 1.f + clip);
+  const float surrogate = fminf(rho * adv, rho_clipped * adv);
+  const bool unclipped = adv >= 0.f ? rho <= 1.f + clip : rho >= 1.f - clip;
+  const float back = old_logp - logp_a;  // log(pi_old / pi)
+  const float e_back = expf(back);
+  const float kl = e_back - back - 1.f;
+  const float w = (unclipped ? -rho * adv : 0.f) + kl_beta * (1.f - e_back);
+  for (int j = 0; j < kActions; ++j) {
+    const float onehot = j == action ? 1.f : 0.f;
+    const float g = w * (onehot - r.p[j]) + entropy_coef * r.p[j] * (r.logp[j] + r.entropy);
+    dz[j] = g * inv_m;
+  }
+  *entropy = r.entropy;
+  return -surrogate + kl_beta * kl - entropy_coef * r.entropy;
+}
+
+// Row i of the objective's loss: the one place the two algorithms branch per row.
+GRPO_HD float objective_loss_row(const PolicyObjective& o, const float* z, int i, int32_t action, float adv,
+                                 float inv_m, float* dz, float* entropy) {
+  if (o.old_logp == nullptr) return policy_loss_row(z, action, adv, o.entropy_coef, inv_m, dz, entropy);
+  return grpo_loss_row(z, action, adv, o.old_logp[i], o.clip, o.kl_beta, o.entropy_coef, inv_m, dz, entropy);
+}
+
 // Rollout sampling for M rows of logits [M, 3]:
 //   actions[i] = inverse-CDF sample with u = bits_to_uniform(draw4(seed, Action, *epoch, step, i).x)
 //   logp_action[i] = log pi(actions[i])   (nullable; kept for PPO ratios)
@@ -93,19 +141,29 @@ void sample_actions_host(const float* logits, int M, uint64_t seed, const uint32
 void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed, const uint32_t* epoch, uint32_t step,
                               int32_t* actions);
 
-// Loss over M samples: L = mean_i [-logp_i(a_i) clamp(A_i, -5, 5) - entropy_coef H_i].
+// Loss over M samples: L = mean_i of objective_loss_row (for the reference objective
+// -logp_i(a_i) clamp(A_i, -5, 5) - entropy_coef H_i).
 //   dlogits[M, 3] = dL/dz (1/M included); *loss_out = L; *entropy_out = mean H (nullable).
 // loss_out/entropy_out are device scalars for the launcher. Deterministic two-stage mean:
 // scratch holds policy_loss_scratch_floats(M) floats (unused by the host twin). M >= 1.
 size_t policy_loss_scratch_floats(int M);
-void policy_loss_host(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+void policy_loss_host(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
                       float* dlogits, float* loss_out, float* entropy_out, float* scratch);
+
+// logp[i] = log pi(actions[i] | logits row i): the rollout policy's log-probabilities that
+// --algo grpo keeps for its ratios (NaN for an action outside [0, 3)). M >= 0.
+GRPO_HD float action_log_prob(const float* z, int32_t action) {
+  const PolicyRow r = policy_row(z);
+  return action >= 0 && action < kActions ? r.logp[action] : std::numeric_limits<float>::quiet_NaN();
+}
+void action_log_probs_host(const float* logits, const int32_t* actions, int M, float* logp);
 
 #if defined(GRPO_HAVE_CUDA)
 void sample_actions_cuda(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                          int32_t* actions, float* logp_action, cudaStream_t stream);
-void policy_loss_cuda(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+void policy_loss_cuda(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
                       float* dlogits, float* loss_out, float* entropy_out, float* scratch, cudaStream_t stream);
+void action_log_probs_cuda(const float* logits, const int32_t* actions, int M, float* logp, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

@@ -31,7 +31,7 @@ void sample_actions_rows_host(const float* logits, int r0, int r1, uint64_t seed
         sample_from(policy_row(logits + 3 * static_cast<size_t>(i)), action_uniform(seed, e, step, uint32_t(i)));
 }
 
-void policy_loss_host(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+void policy_loss_host(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
                       float* dlogits, float* loss_out, float* entropy_out, float* /*scratch*/) {
   if (M < 1) throw std::invalid_argument("policy_loss_host: M must be >= 1, got " + std::to_string(M));
   const float inv_m = 1.f / static_cast<float>(M);
@@ -39,11 +39,16 @@ void policy_loss_host(const float* logits, const int32_t* actions, const float* 
   for (int i = 0; i < M; ++i) {
     float h;
     const size_t o = 3 * static_cast<size_t>(i);
-    loss += policy_loss_row(logits + o, actions[i], adv[i], entropy_coef, inv_m, dlogits + o, &h);
+    loss += objective_loss_row(obj, logits + o, i, actions[i], adv[i], inv_m, dlogits + o, &h);
     entropy += h;
   }
   *loss_out = static_cast<float>(loss / M);
   if (entropy_out) *entropy_out = static_cast<float>(entropy / M);
+}
+
+void action_log_probs_host(const float* logits, const int32_t* actions, int M, float* logp) {
+  if (M < 0) throw std::invalid_argument("action_log_probs_host: M must be >= 0, got " + std::to_string(M));
+  for (int i = 0; i < M; ++i) logp[i] = action_log_prob(logits + 3 * static_cast<size_t>(i), actions[i]);
 }
 
 }  // namespace grpo

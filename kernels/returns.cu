@@ -87,7 +87,41 @@ __global__ void advantages_kernel(const float* __restrict__ returns, float* __re
   adv[i] = advantage_from(returns[i], stats[0], stats[1]);
 }
 
+// One block per group: Welford over the group's T R rewards (shifted by its first one, as
+// above), then every thread normalises its own elements. Rows of a group are R consecutive
+// floats every N: a warp reads short runs, but the whole call touches 8 T N bytes once per pass.
+__global__ void group_normalize_kernel(const float* rewards, float* out, int T, int G, int R,
+                                       float* __restrict__ stats_out) {
+  __shared__ Welford warp_stats[kReduceThreads / 32];
+  __shared__ float stats[2];
+  const int g = blockIdx.x, count = T * R;
+  const size_t N = static_cast<size_t>(G) * R;
+  auto at = [&](int e) { return static_cast<size_t>(e / R) * N + static_cast<size_t>(g) * R + e % R; };
+  const float shift = rewards[at(0)];
+  Welford w{0.f, 0.f, 0.f};
+  for (int e = threadIdx.x; e < count; e += kReduceThreads) w = welford_add(w, rewards[at(e)] - shift);
+  w = block_welford(w, warp_stats);
+  if (threadIdx.x == 0) {
+    stats[0] = shift + w.mean;
+    stats[1] = sqrtf(w.m2 / (w.n - 1.f));
+    if (stats_out) {
+      stats_out[2 * g] = stats[0];
+      stats_out[2 * g + 1] = stats[1];
+    }
+  }
+  __syncthreads();
+  const float m = stats[0], s = stats[1];
+  for (int e = threadIdx.x; e < count; e += kReduceThreads) out[at(e)] = group_normalized(rewards[at(e)], m, s);
+}
+
 }  // namespace
+
+// Bytes per call: 4 T N read twice, 4 T N written, 8 G of statistics when asked.
+void group_normalize_rewards_cuda(const float* rewards, float* out, int T, int G, int R, float* stats_out,
+                                  cudaStream_t stream) {
+  check_group_shape(T, G, R, "group_normalize_rewards_cuda");
+  launch(group_normalize_kernel, static_cast<unsigned>(G), kReduceThreads, 0, stream, rewards, out, T, G, R, stats_out);
+}
 
 // Bytes per call: 8 T N (each reward read once, each return written once).
 void discounted_returns_cuda(const float* rewards, float* returns, int T, int N, float gamma, cudaStream_t stream) {

@@ -58,7 +58,20 @@ void discounted_returns_host(const float* rewards, float* returns, int T, int N,
 size_t normalize_advantages_scratch_floats(int count);
 void normalize_advantages_host(const float* returns, float* adv, int count, float* scratch, float* stats_out);
 
+// --algo grpo's group-relative rewards (docs/spec/training.md "Beyond the reference"). The N
+// games are G groups of R replicas (game = group * R + replica, N = G R); group g's T R rewards
+// rewards[t N + g R + j] have mean m_g and sample std s_g (divide by T R - 1), and
+// out[i] = group_normalized(rewards[i], m_g, s_g). stats_out[2 g] = m_g, stats_out[2 g + 1] = s_g
+// (nullable). out may alias rewards. T R in [2, 2^24).
+constexpr float kGroupStdFloor = 1e-3f;  // a group whose rewards are all equal gets zeros, not 0/0
+GRPO_HD float group_normalized(float reward, float mean, float std_dev) {
+  return (reward - mean) / fmaxf(std_dev, kGroupStdFloor);
+}
+void group_normalize_rewards_host(const float* rewards, float* out, int T, int G, int R, float* stats_out);
+
 #if defined(GRPO_HAVE_CUDA)
+void group_normalize_rewards_cuda(const float* rewards, float* out, int T, int G, int R, float* stats_out,
+                                  cudaStream_t stream);
 void discounted_returns_cuda(const float* rewards, float* returns, int T, int N, float gamma, cudaStream_t stream);
 void normalize_advantages_cuda(const float* returns, float* adv, int count, float* scratch, float* stats_out,
                                cudaStream_t stream);
@@ -66,5 +79,7 @@ void normalize_advantages_cuda(const float* returns, float* adv, int count, floa
 
 // Throws std::invalid_argument unless 2 <= count < 2^24 (shared by the twin and the launcher).
 void check_advantage_count(int count, const char* who);
+// Throws std::invalid_argument unless T, G, R >= 1 and 2 <= T R < 2^24.
+void check_group_shape(int T, int G, int R, const char* who);
 
 }  // namespace grpo

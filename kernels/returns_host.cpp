@@ -1,5 +1,6 @@
 // Host twins of kernels/returns.cu.
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -12,6 +13,13 @@ void check_advantage_count(int count, const char* who) {
   if (count < 2 || count >= (1 << 24))
     throw std::invalid_argument(std::string(who) + ": count must be in [2, 2^24) (sample std, float counts), got " +
                                 std::to_string(count));
+}
+
+void check_group_shape(int T, int G, int R, const char* who) {
+  const int64_t count = int64_t{T} * R;
+  if (T < 1 || G < 1 || R < 1 || count < 2 || count >= (1 << 24))
+    throw std::invalid_argument(std::string(who) + ": need T, G, R >= 1 and T R in [2, 2^24), got T = " +
+                                std::to_string(T) + ", G = " + std::to_string(G) + ", R = " + std::to_string(R));
 }
 
 size_t normalize_advantages_scratch_floats(int count) {
@@ -45,6 +53,32 @@ void normalize_advantages_host(const float* returns, float* adv, int count, floa
   stats_out[0] = m;
   stats_out[1] = s;
   for (int i = 0; i < count; ++i) adv[i] = advantage_from(returns[i], m, s);
+}
+
+void group_normalize_rewards_host(const float* rewards, float* out, int T, int G, int R, float* stats_out) {
+  check_group_shape(T, G, R, "group_normalize_rewards_host");
+  const size_t N = size_t(G) * R;
+  for (int g = 0; g < G; ++g) {
+    double n = 0, mean = 0, m2 = 0;  // Welford in double, over t then replica
+    for (int t = 0; t < T; ++t)
+      for (int j = 0; j < R; ++j) {
+        const double x = rewards[size_t(t) * N + size_t(g) * R + j];
+        n += 1;
+        const double d = x - mean;
+        mean += d / n;
+        m2 += d * (x - mean);
+      }
+    const float m = static_cast<float>(mean), s = static_cast<float>(std::sqrt(m2 / (n - 1)));
+    if (stats_out) {
+      stats_out[2 * g] = m;
+      stats_out[2 * g + 1] = s;
+    }
+    for (int t = 0; t < T; ++t)
+      for (int j = 0; j < R; ++j) {
+        const size_t i = size_t(t) * N + size_t(g) * R + j;
+        out[i] = group_normalized(rewards[i], m, s);
+      }
+  }
 }
 
 }  // namespace grpo

@@ -8,6 +8,8 @@
 //                   many blocks, and a single writer avoids any race): it uses t = adam_step + 1
 //   advance_schedule (one thread, last kernel of the epoch): if nonfinite, skipped_updates += 1,
 //                   else adam_step += 1; clears nonfinite; epoch += 1; lr = step_lr(lr0, epoch)
+//   finish_update   (one thread; between the updates of an epoch that makes several): the first
+//                   half of advance_schedule, without the epoch and lr
 // So at any time between epochs adam_step counts the updates applied so far (PyTorch's
 // state['step']) and lr is the learning rate of the epoch about to run.
 #pragma once
@@ -63,22 +65,31 @@ inline TrainScalars train_scalars_start(float lr0, uint32_t epoch = 0, uint32_t 
   return s;
 }
 
-// The end-of-epoch bookkeeping described above, shared by the kernel and the host twin.
-GRPO_HD void advance_schedule_one(TrainScalars* s) {
+// The bookkeeping after one update: counted as applied, or as skipped when its gradients were
+// not finite. An epoch of --algo grpo makes --ppo-epochs updates: finish_update after each but
+// the last, whose bookkeeping advance_schedule does.
+GRPO_HD void finish_update_one(TrainScalars* s) {
   if (s->nonfinite != 0)
     s->skipped_updates += 1;
   else
     s->adam_step += 1;
   s->nonfinite = 0;
+}
+
+// The end-of-epoch bookkeeping described above, shared by the kernel and the host twin.
+GRPO_HD void advance_schedule_one(TrainScalars* s) {
+  finish_update_one(s);
   s->epoch += 1;
   s->lr = step_lr(s->lr0, s->epoch);
 }
 
-// Host twin of the advance_schedule kernel.
+// Host twins of the finish_update and advance_schedule kernels.
+void finish_update_host(TrainScalars* s);
 void advance_schedule_host(TrainScalars* s);
 
 #if defined(GRPO_HAVE_CUDA)
-// Launches the one-thread advance_schedule kernel on `s` (device memory) in `stream`.
+// Launch the one-thread kernels on `s` (device memory) in `stream`.
+void finish_update_cuda(TrainScalars* s, cudaStream_t stream);
 void advance_schedule_cuda(TrainScalars* s, cudaStream_t stream);
 #endif
 

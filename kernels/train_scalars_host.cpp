@@ -3,6 +3,7 @@
 
 namespace grpo {
 
+void finish_update_host(TrainScalars* s) { finish_update_one(s); }
 void advance_schedule_host(TrainScalars* s) { advance_schedule_one(s); }
 
 }  // namespace grpo

@@ -28,6 +28,10 @@ nlohmann::ordered_json config_to_json(const TrainConfig& c) {
           {"entropy_coef", c.entropy_coef},
           {"max_grad_norm", c.max_grad_norm},
           {"weight_decay", c.weight_decay},
+          {"algo", algo_name(c.algo)},
+          {"ppo_epochs", c.ppo_epochs},
+          {"clip", c.clip},
+          {"kl_beta", c.kl_beta},
           {"patience", c.patience},
           {"checkpoint_every", c.checkpoint_every},
           {"seed", c.seed},
@@ -94,6 +98,17 @@ TrainConfig config_from_json(const nlohmann::json& j) {
   read(j, "entropy_coef", c.entropy_coef);
   read(j, "max_grad_norm", c.max_grad_norm);
   read(j, "weight_decay", c.weight_decay);
+  // Checkpoints written before --algo existed hold none of these: they are reference runs.
+  if (j.contains("algo")) {
+    std::string algo;
+    read(j, "algo", algo);
+    if (algo != "reference" && algo != "grpo")
+      throw UsageError("config field \"algo\" must be \"reference\" or \"grpo\" (got \"" + algo + "\")");
+    c.algo = algo == "grpo" ? Algo::Grpo : Algo::Reference;
+    read(j, "ppo_epochs", c.ppo_epochs);
+    read(j, "clip", c.clip);
+    read(j, "kl_beta", c.kl_beta);
+  }
   read(j, "patience", c.patience);
   read(j, "checkpoint_every", c.checkpoint_every);
   read(j, "seed", c.seed);

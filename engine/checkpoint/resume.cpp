@@ -31,6 +31,10 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   must_agree(ckpt_path, given("--lr-rate"), "--lr-rate", f.lr, s.lr);
   must_agree(ckpt_path, given("--dropout"), "--dropout", f.dropout, s.dropout);
   must_agree(ckpt_path, given("--seed"), "--seed", f.seed, s.seed);
+  must_agree(ckpt_path, given("--algo"), "--algo", std::string(algo_name(f.algo)), std::string(algo_name(s.algo)));
+  must_agree(ckpt_path, given("--ppo-epochs"), "--ppo-epochs", f.ppo_epochs, s.ppo_epochs);
+  must_agree(ckpt_path, given("--clip"), "--clip", f.clip, s.clip);
+  must_agree(ckpt_path, given("--kl-beta"), "--kl-beta", f.kl_beta, s.kl_beta);
   must_agree(ckpt_path, given("--screen-width"), "--screen-width", f.game.screen_width, s.game.screen_width);
   must_agree(ckpt_path, given("--screen-height"), "--screen-height", f.game.screen_height, s.game.screen_height);
   must_agree(ckpt_path, given("--sprite-width"), "--sprite-width", f.game.sprite_width, s.game.sprite_width);

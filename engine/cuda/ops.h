@@ -32,13 +32,16 @@ class CudaOps final : public Ops {
                                   int N, const DropoutSpec& d, float* scratch) override;
   void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                       int32_t* actions) override;
-  void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
+  void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
+  void action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) override;
   void discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) override;
   void normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) override;
+  void group_normalize_rewards(const float* rewards, float* out, int T, int G, int R, float* stats_out) override;
   void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) override;
   void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
              const AdamWConfig& cfg) override;
+  void finish_update(TrainScalars* s) override;
   void advance_schedule(TrainScalars* s) override;
   void mean_f32(const float* x, int n, float* out, float* scratch) override;
   void mean_i32(const int32_t* x, int n, float* out, float* scratch) override;

@@ -52,15 +52,22 @@ void CudaOps::sample_actions(const float* logits, int M, uint64_t seed, const ui
                              int32_t* actions) {
   sample_actions_cuda(logits, M, seed, epoch, step, actions, nullptr, stream_);
 }
-void CudaOps::policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
-                          float* dlogits, float* loss_out, float* entropy_out, float* scratch) {
-  policy_loss_cuda(logits, actions, adv, M, entropy_coef, dlogits, loss_out, entropy_out, scratch, stream_);
+void CudaOps::policy_loss(const float* logits, const int32_t* actions, const float* adv, int M,
+                          const PolicyObjective& obj, float* dlogits, float* loss_out, float* entropy_out,
+                          float* scratch) {
+  policy_loss_cuda(logits, actions, adv, M, obj, dlogits, loss_out, entropy_out, scratch, stream_);
+}
+void CudaOps::action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) {
+  action_log_probs_cuda(logits, actions, M, logp, stream_);
 }
 void CudaOps::discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) {
   discounted_returns_cuda(rewards, returns, T, N, gamma, stream_);
 }
 void CudaOps::normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) {
   normalize_advantages_cuda(returns, adv, count, scratch, stats_out, stream_);
+}
+void CudaOps::group_normalize_rewards(const float* rewards, float* out, int T, int G, int R, float* stats_out) {
+  group_normalize_rewards_cuda(rewards, out, T, G, R, stats_out, stream_);
 }
 void CudaOps::grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) {
   grad_norm_cuda(grads, n, s, max_norm, scratch, stream_);
@@ -69,6 +76,7 @@ void CudaOps::adamw(float* params, const float* grads, float* m, float* v, size_
                     const AdamWConfig& cfg) {
   adamw_cuda(params, grads, m, v, n, s, cfg, stream_);
 }
+void CudaOps::finish_update(TrainScalars* s) { finish_update_cuda(s, stream_); }
 void CudaOps::advance_schedule(TrainScalars* s) { advance_schedule_cuda(s, stream_); }
 void CudaOps::mean_f32(const float* x, int n, float* out, float* scratch) {
   mean_f32_cuda(x, n, out, scratch, stream_);

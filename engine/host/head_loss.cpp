@@ -61,7 +61,7 @@ GRPO_HEAD_CLONES void head_rows(const Ops::HeadLoss& h, uint32_t epoch, uint32_t
     }
     float z[kActions], dz[kActions], entropy;
     for (int k = 0; k < kActions; ++k) z[k] = dot8(h2, h.w_out + size_t(k) * H, H) + h.b_out[k];
-    sum += policy_loss_row(z, h.actions[r], h.adv[r], h.entropy_coef, inv_m, dz, &entropy);
+    sum += objective_loss_row(h.objective, z, r, h.actions[r], h.adv[r], inv_m, dz, &entropy);
     for (int k = 0; k < kActions; ++k) {
       h.logits[size_t(r) * kActions + k] = z[k];
       h.dlogits[size_t(r) * kActions + k] = dz[k];

@@ -42,6 +42,7 @@ void loss_pass_host(const Ops::LossPass& l, LossPassScratch& s) {
     hb.a1 = h.a1 + o;
     hb.actions = h.actions + r0;
     hb.adv = h.adv + r0;
+    if (h.objective.old_logp) hb.objective.old_logp = h.objective.old_logp + r0;
     hb.M = rows;
     hb.logits = h.logits + size_t(r0) * kActions;
     hb.dlogits = h.dlogits + size_t(r0) * kActions;

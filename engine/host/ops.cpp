@@ -60,9 +60,13 @@ void HostOps::sample_actions(const float* logits, int M, uint64_t seed, const ui
                              int32_t* actions) {
   sample_actions_host(logits, M, seed, epoch, step, actions, nullptr);
 }
-void HostOps::policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, float entropy_coef,
-                          float* dlogits, float* loss_out, float* entropy_out, float* scratch) {
-  policy_loss_host(logits, actions, adv, M, entropy_coef, dlogits, loss_out, entropy_out, scratch);
+void HostOps::policy_loss(const float* logits, const int32_t* actions, const float* adv, int M,
+                          const PolicyObjective& obj, float* dlogits, float* loss_out, float* entropy_out,
+                          float* scratch) {
+  policy_loss_host(logits, actions, adv, M, obj, dlogits, loss_out, entropy_out, scratch);
+}
+void HostOps::action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) {
+  action_log_probs_host(logits, actions, M, logp);
 }
 void HostOps::policy_head_loss(const HeadLoss& h) { policy_head_loss_host(h, head_scratch_); }
 void HostOps::rollout(const Rollout& r) { rollout_host(r, game_, replicas_, &fixed_fwd_); }
@@ -73,6 +77,9 @@ void HostOps::discounted_returns(const float* rewards, float* returns, int T, in
 void HostOps::normalize_advantages(const float* returns, float* adv, int count, float* scratch, float* stats_out) {
   normalize_advantages_host(returns, adv, count, scratch, stats_out);
 }
+void HostOps::group_normalize_rewards(const float* rewards, float* out, int T, int G, int R, float* stats_out) {
+  group_normalize_rewards_host(rewards, out, T, G, R, stats_out);
+}
 void HostOps::grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) {
   grad_norm_host(grads, n, s, max_norm, scratch);
 }
@@ -81,6 +88,7 @@ void HostOps::adamw(float* params, const float* grads, float* m, float* v, size_
   fixed_fwd_.source = nullptr;  // the packed copy is stale from here
   adamw_host(params, grads, m, v, n, s, cfg);
 }
+void HostOps::finish_update(TrainScalars* s) { finish_update_host(s); }
 void HostOps::advance_schedule(TrainScalars* s) { advance_schedule_host(s); }
 void HostOps::mean_f32(const float* x, int n, float* out, float* scratch) { mean_f32_host(x, n, out, scratch); }
 void HostOps::mean_i32(const int32_t* x, int n, float* out, float* scratch) { mean_i32_host(x, n, out, scratch); }

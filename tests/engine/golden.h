@@ -102,7 +102,7 @@ inline void run_golden(Ops& ops, const Memory& mem) {
   expect_close(a.h2, g["forward"]["h2"], MH, "h2");
   expect_close(a.logits, g["forward"]["logits"], M * kActions, "logits");
 
-  ops.policy_loss(a.logits, act, A, M, entropy_coef, dlogits, loss, nullptr, scratch);
+  ops.policy_loss(a.logits, act, A, M, PolicyObjective{entropy_coef}, dlogits, loss, nullptr, scratch);
   const double want_loss = g["loss"];
   EXPECT_NEAR(get(loss, 1)[0], want_loss, 1e-5 * std::fabs(want_loss)) << "loss";
   policy_backward(ops, p, gv, X, dlogits, M, D, H, a, no_dropout, trunk_work, scratch);
@@ -130,7 +130,7 @@ inline void run_golden(Ops& ops, const Memory& mem) {
     h.adv = A;
     h.M = M;
     h.H = H;
-    h.entropy_coef = entropy_coef;
+    h.objective = PolicyObjective{entropy_coef};
     h.drop = no_dropout;
     h.logits = logits_step;
     h.dlogits = dlogits;

@@ -43,7 +43,7 @@ Outputs run(HostOps& ops, const Case& c, const std::vector<float>& a1, const std
   h.adv = adv.data();
   h.M = c.M;
   h.H = c.H;
-  h.entropy_coef = 0.01f;
+  h.objective = PolicyObjective{0.01f};
   h.drop = DropoutSpec{c.p, 99, Purpose::DropoutLoss, epoch, 0};
   h.logits = o.logits.data();
   h.dlogits = o.dlogits.data();

@@ -54,7 +54,7 @@ Result run(const Case& c, bool blocked, uint64_t seed) {
   h.adv = adv.data();
   h.M = c.M;
   h.H = c.H;
-  h.entropy_coef = 0.01f;
+  h.objective = PolicyObjective{0.01f};
   h.drop = DropoutSpec{0.1f, 7, Purpose::DropoutLoss, &epoch, 0};
   h.logits = logits.data();
   h.dlogits = dlogits.data();

@@ -156,7 +156,7 @@ TEST(PolicyHead, LossAndGradientMatchDoubleAndFiniteDifferences) {
 
     auto dz = poisoned(3 * size_t(M));
     float loss = test::poison_value(), ent = test::poison_value();
-    policy_loss_host(zf.data(), act.data(), adv.data(), M, c, dz.data(), &loss, &ent, nullptr);
+    policy_loss_host(zf.data(), act.data(), adv.data(), M, PolicyObjective{c}, dz.data(), &loss, &ent, nullptr);
 
     std::vector<double> z(zf.begin(), zf.end());
     double ent_ref;
@@ -182,9 +182,10 @@ TEST(PolicyHead, LossIsNotFooledByOutOfRangeActions) {
   const float z[3] = {0.1f, 0.2f, 0.3f}, adv = 1.f;
   const int32_t bad = 3;
   float dz[3], loss = 0, ent = 0;
-  policy_loss_host(z, &bad, &adv, 1, 0.01f, dz, &loss, &ent, nullptr);
+  policy_loss_host(z, &bad, &adv, 1, PolicyObjective{0.01f}, dz, &loss, &ent, nullptr);
   EXPECT_TRUE(std::isnan(loss));
-  EXPECT_THROW(policy_loss_host(z, &bad, &adv, 0, 0.01f, dz, &loss, &ent, nullptr), std::invalid_argument);
+  EXPECT_THROW(policy_loss_host(z, &bad, &adv, 0, PolicyObjective{0.01f}, dz, &loss, &ent, nullptr),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -107,13 +107,14 @@ TEST(PolicyHeadCuda, PolicyLossMatchesHostAndRepeatsBitForBit) {
     const float c = 0.05f;
     std::vector<float> want_dz(3 * size_t(M));
     float want_loss, want_ent;
-    policy_loss_host(z.data(), act.data(), adv.data(), M, c, want_dz.data(), &want_loss, &want_ent, nullptr);
+    policy_loss_host(z.data(), act.data(), adv.data(), M, PolicyObjective{c}, want_dz.data(), &want_loss, &want_ent,
+                     nullptr);
 
     DeviceBuffer<float> dz(z), dadv(adv), grad(poisoned(3 * size_t(M))), scalars(poisoned(4));
     DeviceBuffer<int32_t> dact(act);
     DeviceBuffer<float> scratch(poisoned(policy_loss_scratch_floats(M)));
-    policy_loss_cuda(dz.get(), dact.get(), dadv.get(), M, c, grad.get(), scalars.get(), scalars.get() + 1,
-                     scratch.get(), nullptr);
+    policy_loss_cuda(dz.get(), dact.get(), dadv.get(), M, PolicyObjective{c}, grad.get(), scalars.get(),
+                     scalars.get() + 1, scratch.get(), nullptr);
     const auto got_dz = grad.download();
     EXPECT_TRUE(all_close(got_dz, want_dz, 1e-5 / M, 1e-4)) << "M=" << M;
     auto s = scalars.download();
@@ -122,8 +123,8 @@ TEST(PolicyHeadCuda, PolicyLossMatchesHostAndRepeatsBitForBit) {
 
     // Again, without the entropy output: loss and gradient to the bit, slot 3 untouched.
     DeviceBuffer<float> grad2(poisoned(3 * size_t(M)));
-    policy_loss_cuda(dz.get(), dact.get(), dadv.get(), M, c, grad2.get(), scalars.get() + 2, nullptr, scratch.get(),
-                     nullptr);
+    policy_loss_cuda(dz.get(), dact.get(), dadv.get(), M, PolicyObjective{c}, grad2.get(), scalars.get() + 2, nullptr,
+                     scratch.get(), nullptr);
     EXPECT_EQ(std::memcmp(grad2.download().data(), got_dz.data(), got_dz.size() * sizeof(float)), 0);
     s = scalars.download();
     EXPECT_EQ(std::memcmp(&s[2], &s[0], sizeof(float)), 0) << "M=" << M;
