@@ -64,6 +64,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--kl-beta", c.kl_beta, "grpo: weight of the KL penalty to the rollout policy (0: off)")
       ->check(CLI::Range(0.0, 100.0))
       ->capture_default_str();
+  app.add_option("--gamma", c.gamma, "discount of the returns (reference) or of the normalised rewards (grpo)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")
       ->check(plain_integer(false))
       ->capture_default_str();

@@ -21,6 +21,7 @@ void TrainConfig::validate() const {
   require(max_steps >= 1 && max_steps <= 100000, "--max-steps must be in [1, 100000]");
   require(std::isfinite(lr) && lr > 0.f && lr <= 1.f, "--lr-rate must be in (0, 1]");
   require(std::isfinite(dropout) && dropout >= 0.f && dropout < 1.f, "--dropout must be in [0, 1)");
+  require(std::isfinite(gamma) && gamma >= 0.f && gamma <= 1.f, "--gamma must be in [0, 1]");
   require(ppo_epochs >= 1 && ppo_epochs <= 64, "--ppo-epochs must be in [1, 64]");
   require(std::isfinite(clip) && clip > 0.f && clip < 1.f, "--clip must be in (0, 1)");
   require(std::isfinite(kl_beta) && kl_beta >= 0.f && kl_beta <= 100.f, "--kl-beta must be in [0, 100]");

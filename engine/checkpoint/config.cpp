@@ -103,7 +103,8 @@ TrainConfig config_from_json(const nlohmann::json& j) {
     std::string algo;
     read(j, "algo", algo);
     if (algo != "reference" && algo != "grpo")
-      throw UsageError("config field \"algo\" must be \"reference\" or \"grpo\" (got \"" + algo + "\")");
+      throw UsageError("config field \"algo\" must be \"reference\" or \"grpo\" (got " + nlohmann::json(algo).dump() +
+                       ")");
     c.algo = algo == "grpo" ? Algo::Grpo : Algo::Reference;
     read(j, "ppo_epochs", c.ppo_epochs);
     read(j, "clip", c.clip);

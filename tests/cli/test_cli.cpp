@@ -72,7 +72,13 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps"),
         // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
         std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
-        std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width")));
+        std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width"),
+        // --algo and its knobs: the grpo-only flags are refused with the reference algorithm.
+        std::make_pair("--algo ppo", "--algo"), std::make_pair("--ppo-epochs 2", "--ppo-epochs"),
+        std::make_pair("--algo grpo --ppo-epochs 0", "--ppo-epochs"), std::make_pair("--kl-beta 0.1", "--kl-beta"),
+        std::make_pair("--algo grpo --clip 1", "--clip"), std::make_pair("--algo grpo --clip nan", "--clip"),
+        std::make_pair("--algo grpo --kl-beta -1", "--kl-beta"), std::make_pair("--gamma 1.5", "--gamma"),
+        std::make_pair("--algo grpo --max-steps 1 --batch-size 1", "--algo grpo")));
 
 // A configuration that cannot fit in the memory this process may use is refused before anything
 // is allocated or written (about 40 GiB: the largest the 2^31-element bound allows). A machine

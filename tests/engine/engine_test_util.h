@@ -42,6 +42,16 @@ inline TrainConfig tiny_config() {
   return c;
 }
 
+// tiny_config with --algo grpo: several passes per rollout and the KL term on, so that every
+// new op and the trunk recompute of later passes run.
+inline TrainConfig tiny_grpo_config() {
+  TrainConfig c = tiny_config();
+  c.algo = Algo::Grpo;
+  c.ppo_epochs = 3;
+  c.kl_beta = 0.05f;
+  return c;
+}
+
 // Runs `epochs` epochs from the initial state on `ex` and returns the final state; every
 // epoch's metrics go to *metrics when given.
 inline RunState run_epochs(const TrainConfig& c, Executor& ex, int epochs,

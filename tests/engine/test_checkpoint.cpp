@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/config.h"
 #include "engine/checkpoint/io.h"
 #include "engine/checkpoint/resume.h"
 #include "core/errors.h"
@@ -130,6 +131,7 @@ TEST(Checkpoint, RoundTripIsExact) {
   EXPECT_EQ(back.lr, t.c.lr);
   EXPECT_EQ(back.dropout, t.c.dropout);
   EXPECT_EQ(back.seed, t.c.seed);
+  EXPECT_EQ(back.algo, Algo::Reference);
   EXPECT_EQ(checkpoint_file_name(200), "ckpt-epoch-000200.safetensors");
   EXPECT_LT(checkpoint_file_name(99), checkpoint_file_name(100));
   fs::remove_all(temp_dir());
@@ -221,6 +223,22 @@ const Corruption kCorruptions[] = {
        return set_in_header(b, [](auto& h) {
          auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
          c["hidden_size"] = (int64_t{1} << 32) + c["hidden_size"].template get<int64_t>();
+         h["__metadata__"]["config"] = c.dump();
+       });
+     }},
+    {"ConfigUnknownAlgo", "algo",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["algo"] = "ppo\nx";
+         h["__metadata__"]["config"] = c.dump();
+       });
+     }},
+    {"ConfigClipOutOfRange", "--clip",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["clip"] = 7.5;
          h["__metadata__"]["config"] = c.dump();
        });
      }},
@@ -319,6 +337,39 @@ TEST(Checkpoint, MissingFileIsAUsageError) {
 }
 
 // ---- Resume: the checkpoint's network and game win; a different one given explicitly is refused. ----
+TEST(Checkpoint, GrpoSettingsRoundTripAndOlderConfigsAreReferenceRuns) {
+  TrainConfig c = tiny_grpo_config();
+  c.clip = 0.3f;
+  c.gamma = 0.9f;
+  const TrainConfig back = config_from_json(nlohmann::json::parse(config_to_json(c).dump()));
+  EXPECT_EQ(back.algo, Algo::Grpo);
+  EXPECT_EQ(back.ppo_epochs, c.ppo_epochs);
+  EXPECT_EQ(back.clip, c.clip);
+  EXPECT_EQ(back.kl_beta, c.kl_beta);
+  EXPECT_EQ(back.gamma, c.gamma);
+  // A config written before --algo existed has none of the four fields.
+  nlohmann::json old = config_to_json(tiny_config());
+  for (const char* k : {"algo", "ppo_epochs", "clip", "kl_beta"}) old.erase(k);
+  EXPECT_EQ(config_from_json(old).algo, Algo::Reference);
+  // Resuming refuses another algorithm or other passes, and names the flag.
+  Checkpoint ck;
+  ck.config = c;
+  ck.state.scalars = train_scalars_start(c.lr);
+  TrainConfig flags = c;
+  flags.algo = Algo::Reference;
+  auto only = [](const char* which) { return [which](const char* f) { return std::string(f) == which; }; };
+  try {
+    resume_config("x", ck, flags, only("--algo"), "out");
+    ADD_FAILURE();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--algo grpo, not reference"), std::string::npos) << e.what();
+  }
+  flags = c;
+  flags.ppo_epochs = 5;
+  EXPECT_THROW(resume_config("x", ck, flags, only("--ppo-epochs"), "out"), UsageError);
+  EXPECT_EQ(resume_config("x", ck, TrainConfig{}, only("--total-epochs"), "out").algo, Algo::Grpo);
+}
+
 TEST(Checkpoint, ResumeRefusesOtherHiddenSizeOrGameShape) {
   Checkpoint ck;
   ck.config = tiny_config();

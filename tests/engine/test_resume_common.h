@@ -69,8 +69,8 @@ inline Run run_with_checkpoint(const TrainConfig& c, const MakeExecutor& make, c
   return run;
 }
 
-inline void expect_resume_equals_uninterrupted(const MakeExecutor& make, int total, uint32_t k, bool interrupt) {
-  TrainConfig c = tiny_config();
+inline void expect_resume_equals_uninterrupted(const MakeExecutor& make, int total, uint32_t k, bool interrupt,
+                                               TrainConfig c = tiny_config()) {
   c.total_epochs = total;
   c.patience = 0;
   const std::string file = resume_temp("k.safetensors");

@@ -16,6 +16,10 @@ TEST(ResumeCuda, FromInterruptCheckpointEqualsUninterrupted) {
   GRPO_REQUIRE_DEVICE();
   expect_resume_equals_uninterrupted(kCuda, 4, 3, true);
 }
+TEST(ResumeCuda, GrpoFromPeriodicCheckpointEqualsUninterrupted) {
+  GRPO_REQUIRE_DEVICE();
+  expect_resume_equals_uninterrupted(kCuda, 4, 2, false, tiny_grpo_config());
+}
 
 }  // namespace
 }  // namespace grpo::test

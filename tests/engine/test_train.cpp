@@ -51,6 +51,46 @@ TEST(TrainHost, CountersAndMetricsAdvance) {
         EXPECT_EQ(s.slabs[slab * l.total + i], 0.f) << t.name;
 }
 
+TEST(TrainHost, GrpoIsDeterministicAndCountsEveryUpdate) {
+  const TrainConfig c = tiny_grpo_config();
+  auto a = make_host_executor(c);
+  auto b = make_host_executor(c);
+  std::vector<TrainScalars> m;
+  const RunState ra = run_epochs(c, *a, 3, &m);
+  EXPECT_TRUE(bitwise_equal(ra, run_epochs(c, *b, 3)));
+  ASSERT_EQ(m.size(), 3u);
+  for (int e = 0; e < 3; ++e) {
+    EXPECT_EQ(m[e].epoch, uint32_t(e));
+    // The snapshot comes after the epoch's first K - 1 updates are counted, before the last one.
+    EXPECT_EQ(m[e].adam_step, uint32_t(e * c.ppo_epochs + c.ppo_epochs - 1));
+    EXPECT_TRUE(std::isfinite(m[e].loss));
+    EXPECT_GT(m[e].grad_norm, 0.f);
+  }
+  EXPECT_EQ(ra.scalars.adam_step, uint32_t(3 * c.ppo_epochs));
+  EXPECT_EQ(ra.scalars.skipped_updates, 0u);
+}
+
+TEST(TrainHost, GrpoDiffersFromTheReferenceAndEachKnobMatters) {
+  const TrainConfig g = tiny_grpo_config();
+  auto run = [](const TrainConfig& c) {
+    auto ex = make_host_executor(c);
+    return run_epochs(c, *ex, 2);
+  };
+  const RunState base = run(g);
+  TrainConfig ref = g;
+  ref.algo = Algo::Reference;
+  EXPECT_FALSE(bitwise_equal(base, run(ref)));
+  TrainConfig passes = g;
+  passes.ppo_epochs = 1;
+  EXPECT_FALSE(bitwise_equal(base, run(passes)));
+  TrainConfig kl = g;
+  kl.kl_beta = 0.f;
+  EXPECT_FALSE(bitwise_equal(base, run(kl)));
+  TrainConfig clip = g;
+  clip.clip = 0.01f;
+  EXPECT_FALSE(bitwise_equal(base, run(clip)));
+}
+
 TEST(TrainHost, PatienceStopsEarly) {
   TrainConfig c = tiny_config();
   c.total_epochs = 50;

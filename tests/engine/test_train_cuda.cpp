@@ -9,9 +9,7 @@
 namespace grpo::test {
 namespace {
 
-TEST(TrainCuda, MatchesHostExecutorOverThreeEpochs) {
-  GRPO_REQUIRE_DEVICE();
-  const TrainConfig c = tiny_config();
+void expect_cuda_matches_host(const TrainConfig& c) {
   std::vector<TrainScalars> mh, md;
   auto host = make_host_executor(c);
   auto dev = make_cuda_executor(c);
@@ -33,12 +31,22 @@ TEST(TrainCuda, MatchesHostExecutorOverThreeEpochs) {
     EXPECT_NEAR(md[e].grad_norm, mh[e].grad_norm, 1e-3 * mh[e].grad_norm) << "epoch " << e;
   }
   EXPECT_EQ(d.scalars.epoch, 3u);
-  EXPECT_EQ(d.scalars.adam_step, 3u);
+  const uint32_t updates = c.algo == Algo::Grpo ? uint32_t(c.ppo_epochs) : 1u;
+  EXPECT_EQ(d.scalars.adam_step, 3u * updates);
+  EXPECT_EQ(h.scalars.adam_step, 3u * updates);
 }
 
-TEST(TrainCuda, GraphReplayEqualsEagerBitForBit) {
+TEST(TrainCuda, MatchesHostExecutorOverThreeEpochs) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
+  expect_cuda_matches_host(tiny_config());
+}
+
+TEST(TrainCuda, GrpoMatchesHostExecutorOverThreeEpochs) {
+  GRPO_REQUIRE_DEVICE();
+  expect_cuda_matches_host(tiny_grpo_config());
+}
+
+void expect_graph_equals_eager(TrainConfig c) {
   c.use_graph = true;
   auto graph = make_cuda_executor(c);
   const RunState g = run_epochs(c, *graph, 5);
@@ -48,6 +56,16 @@ TEST(TrainCuda, GraphReplayEqualsEagerBitForBit) {
   const RunState e = run_epochs(c, *eager, 5);
   EXPECT_EQ(g.scalars.epoch, 5u);
   EXPECT_TRUE(bitwise_equal(g, e));
+}
+
+TEST(TrainCuda, GraphReplayEqualsEagerBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  expect_graph_equals_eager(tiny_config());
+}
+
+TEST(TrainCuda, GrpoGraphReplayEqualsEagerBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  expect_graph_equals_eager(tiny_grpo_config());
 }
 
 TEST(TrainCuda, ReplaysDrawFreshRandomNumbersEachEpoch) {

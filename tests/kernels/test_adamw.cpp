@@ -167,5 +167,23 @@ TEST(Schedule, AdvanceMovesEpochStepAndLr) {
   EXPECT_EQ(train_scalars_start(1e-3f, 1000, 1000).lr, s.lr);
 }
 
+TEST(Schedule, FinishUpdateCountsTheUpdateButNotTheEpoch) {
+  TrainScalars s = train_scalars_start(1e-3f, 999, 1500);
+  const float lr = s.lr;
+  finish_update_host(&s);
+  EXPECT_EQ(s.adam_step, 1501u);
+  EXPECT_EQ(s.epoch, 999u);
+  EXPECT_EQ(s.lr, lr);
+  s.nonfinite = 1;
+  finish_update_host(&s);
+  EXPECT_EQ(s.adam_step, 1501u);
+  EXPECT_EQ(s.skipped_updates, 1u);
+  EXPECT_EQ(s.nonfinite, 0u);
+  advance_schedule_host(&s);  // the epoch's last update, then the epoch moves on
+  EXPECT_EQ(s.adam_step, 1502u);
+  EXPECT_EQ(s.epoch, 1000u);
+  EXPECT_LT(s.lr, lr);
+}
+
 }  // namespace
 }  // namespace grpo

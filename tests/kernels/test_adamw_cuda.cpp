@@ -97,6 +97,18 @@ TEST(AdamWCuda, AdvanceScheduleEqualsHostTwin) {
   }
 }
 
+TEST(AdamWCuda, FinishUpdateEqualsHostTwin) {
+  GRPO_REQUIRE_DEVICE();
+  for (uint32_t nonfinite : {0u, 1u}) {
+    TrainScalars s = train_scalars_start(7e-4f, 1234, 4321);
+    s.nonfinite = nonfinite;
+    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    finish_update_host(&s);
+    finish_update_cuda(ds.get(), nullptr);
+    EXPECT_TRUE(same_bits(ds.download()[0], s)) << nonfinite;
+  }
+}
+
 TEST(AdamWCuda, RejectsMisalignedSlabs) {
   GRPO_REQUIRE_DEVICE();
   DeviceBuffer<float> a(8), b(8), c(8), d(8);

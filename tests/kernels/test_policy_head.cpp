@@ -188,5 +188,134 @@ TEST(PolicyHead, LossIsNotFooledByOutOfRangeActions) {
                std::invalid_argument);
 }
 
+// --algo grpo's loss in double, straight from the spec's formulas.
+double naive_grpo_loss(const std::vector<double>& z, const std::vector<int32_t>& act, const std::vector<float>& adv,
+                       const std::vector<float>& old_logp, double clip, double beta, double c) {
+  const int M = int(act.size());
+  double loss = 0;
+  for (int i = 0; i < M; ++i) {
+    // The row in double from the double logits (naive_row takes floats).
+    const double m = std::max({z[3 * i], z[3 * i + 1], z[3 * i + 2]});
+    double s = 0;
+    for (int a = 0; a < 3; ++a) s += std::exp(z[3 * i + a] - m);
+    double lp[3], h = 0;
+    for (int a = 0; a < 3; ++a) lp[a] = z[3 * i + a] - m - std::log(s);
+    for (int a = 0; a < 3; ++a) h -= std::exp(lp[a]) * lp[a];
+    const double A = adv[i], rho = std::exp(lp[act[i]] - old_logp[i]);
+    const double surrogate = std::min(rho * A, std::min(std::max(rho, 1 - clip), 1 + clip) * A);
+    const double back = old_logp[i] - lp[act[i]];
+    loss += -surrogate + beta * (std::exp(back) - back - 1) - c * h;
+  }
+  return loss / M;
+}
+
+// Rollout log-probabilities near the current ones, so that some ratios fall inside the clip
+// range and some outside it on either side.
+std::vector<float> old_logp_near(const std::vector<float>& z, const std::vector<int32_t>& act, uint64_t seed) {
+  const int M = int(act.size());
+  const auto shift = random_floats(M, seed, -0.6f, 0.6f);
+  std::vector<float> old(M);
+  for (int i = 0; i < M; ++i) old[i] = float(naive_row(&z[3 * i]).logp[act[i]]) + shift[i];
+  return old;
+}
+
+TEST(PolicyHead, GrpoLossAndGradientMatchDoubleAndFiniteDifferences) {
+  for (float beta : {0.f, 0.3f}) {
+    for (int M : {1, 7, 37, 301}) {
+      const auto zf = random_floats(3 * size_t(M), 500 + M, -3.f, 3.f);
+      const auto adv = random_floats(M, 600 + M, -4.f, 4.f);
+      std::vector<int32_t> act(M);
+      std::mt19937 gen(M);
+      for (auto& a : act) a = std::uniform_int_distribution<int>(0, 2)(gen);
+      const auto old = old_logp_near(zf, act, 700 + M);
+      const float clip = 0.2f, c = 0.25f;
+      const PolicyObjective obj{c, old.data(), clip, beta};
+
+      auto dz = poisoned(3 * size_t(M));
+      float loss = test::poison_value(), ent = test::poison_value();
+      policy_loss_host(zf.data(), act.data(), adv.data(), M, obj, dz.data(), &loss, &ent, nullptr);
+      std::vector<double> z(zf.begin(), zf.end());
+      const double loss_ref = naive_grpo_loss(z, act, adv, old, clip, beta, c);
+      EXPECT_NEAR(loss, loss_ref, 1e-5 + 1e-5 * std::fabs(loss_ref)) << "M=" << M << " beta=" << beta;
+
+      // Central differences (no ratio lands within h of a clip boundary for these seeds, where
+      // the surrogate has a kink).
+      std::vector<double> fd(z.size());
+      const double h = 1e-5;
+      for (size_t k = 0; k < z.size(); ++k) {
+        auto zp = z, zm = z;
+        zp[k] += h;
+        zm[k] -= h;
+        fd[k] =
+            (naive_grpo_loss(zp, act, adv, old, clip, beta, c) - naive_grpo_loss(zm, act, adv, old, clip, beta, c)) /
+            (2 * h);
+      }
+      EXPECT_LE(rel_l2(dz, fd), 1e-4) << "M=" << M << " beta=" << beta;
+    }
+  }
+}
+
+TEST(PolicyHead, GrpoClippedRowsMoveOnlyByEntropyAndKl) {
+  // One row, action 0; the ratio pushed outside the clip range in the advantage's direction.
+  const float z[3] = {0.4f, -0.1f, 0.2f};
+  const float lp0 = naive_row(z).logp[0];
+  struct Case {
+    float adv, old_shift;  // old_logp = lp0 + old_shift: rho = exp(-old_shift)
+    bool clipped;
+  } cases[] = {{+1.f, -0.5f, true},  {+1.f, +0.5f, false}, {-1.f, +0.5f, true},
+               {-1.f, -0.5f, false}, {+1.f, -0.1f, false}, {-1.f, +0.1f, false}};
+  for (const Case& k : cases) {
+    const float old = lp0 + k.old_shift, adv = k.adv;
+    const int32_t a = 0;
+    float dz[3], dz_free[3], loss, ent;
+    policy_loss_host(z, &a, &adv, 1, PolicyObjective{0.f, &old, 0.2f, 0.f}, dz, &loss, &ent, nullptr);
+    const float zero_adv = 0.f;
+    policy_loss_host(z, &a, &zero_adv, 1, PolicyObjective{0.f, &old, 0.2f, 0.f}, dz_free, &loss, &ent, nullptr);
+    const double norm = std::fabs(dz[0]) + std::fabs(dz[1]) + std::fabs(dz[2]);
+    if (k.clipped)
+      EXPECT_EQ(norm, 0.0) << "adv " << k.adv << " shift " << k.old_shift;
+    else
+      EXPECT_GT(norm, 0.05) << "adv " << k.adv << " shift " << k.old_shift;
+    // With A = 0 and no entropy or KL weight nothing moves.
+    EXPECT_EQ(std::fabs(dz_free[0]) + std::fabs(dz_free[1]) + std::fabs(dz_free[2]), 0.0);
+  }
+}
+
+TEST(PolicyHead, GrpoAtTheRolloutPolicyIsThePolicyGradient) {
+  // rho = 1 exactly and no KL: the surrogate's gradient is the reference's -A grad logp(a) with
+  // A inside the reference's clamp, so both objectives give the same dlogits.
+  const int M = 64;
+  const auto z = random_floats(3 * size_t(M), 11, -3.f, 3.f);
+  const auto adv = random_floats(M, 12, -4.f, 4.f);
+  std::vector<int32_t> act(M);
+  for (int i = 0; i < M; ++i) act[i] = i % 3;
+  std::vector<float> old(M);
+  action_log_probs_host(z.data(), act.data(), M, old.data());
+  std::vector<float> dz_ref(3 * M), dz_grpo(3 * M);
+  float l_ref, l_grpo, e;
+  policy_loss_host(z.data(), act.data(), adv.data(), M, PolicyObjective{0.01f}, dz_ref.data(), &l_ref, &e, nullptr);
+  policy_loss_host(z.data(), act.data(), adv.data(), M, PolicyObjective{0.01f, old.data(), 0.2f, 0.f}, dz_grpo.data(),
+                   &l_grpo, &e, nullptr);
+  EXPECT_TRUE(all_close(dz_grpo, dz_ref, 1e-7f, 1e-5f));
+}
+
+TEST(PolicyHead, ActionLogProbsAreTheLogSoftmaxOfTheAction) {
+  const int M = 301;
+  const auto z = make_logits(M, 21);
+  std::vector<int32_t> act(M);
+  for (int i = 0; i < M; ++i) act[i] = (7 * i) % 3;
+  act[5] = 3;  // out of range: NaN, never a neighbour's logit
+  auto lp = poisoned(M);
+  action_log_probs_host(z.data(), act.data(), M, lp.data());
+  for (int i = 0; i < M; ++i) {
+    if (i == 5) {
+      EXPECT_TRUE(std::isnan(lp[i]));
+      continue;
+    }
+    EXPECT_NEAR(lp[i], naive_row(&z[3 * i]).logp[act[i]], 1e-5) << i;
+  }
+  EXPECT_THROW(action_log_probs_host(z.data(), act.data(), -1, lp.data()), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace grpo

@@ -132,5 +132,39 @@ TEST(PolicyHeadCuda, PolicyLossMatchesHostAndRepeatsBitForBit) {
   }
 }
 
+TEST(PolicyHeadCuda, GrpoLossAndActionLogProbsMatchHost) {
+  GRPO_REQUIRE_DEVICE();
+  for (int M : {1, 37, 1003, 5001}) {
+    const auto z = logits_for(M, 400 + M);
+    const auto adv = random_floats(M, 500 + M, -4.f, 4.f);
+    std::vector<int32_t> act(M);
+    std::mt19937 gen(M);
+    for (auto& a : act) a = std::uniform_int_distribution<int>(0, 2)(gen);
+    std::vector<float> want_lp(M);
+    action_log_probs_host(z.data(), act.data(), M, want_lp.data());
+    DeviceBuffer<float> dz(z), lp(poisoned(M));
+    DeviceBuffer<int32_t> dact(act);
+    action_log_probs_cuda(dz.get(), dact.get(), M, lp.get(), nullptr);
+    EXPECT_TRUE(all_close(lp.download(), want_lp, 1e-6f, 1e-5f)) << "M=" << M;
+
+    // Old log-probabilities shifted so that ratios land on both sides of the clip range.
+    auto old = want_lp;
+    const auto shift = random_floats(M, 600 + M, -0.5f, 0.5f);
+    for (int i = 0; i < M; ++i) old[i] += shift[i];
+    std::vector<float> want_dz(3 * size_t(M));
+    float want_loss, want_ent;
+    policy_loss_host(z.data(), act.data(), adv.data(), M, PolicyObjective{0.05f, old.data(), 0.2f, 0.1f},
+                     want_dz.data(), &want_loss, &want_ent, nullptr);
+    DeviceBuffer<float> dadv(adv), dold(old), grad(poisoned(3 * size_t(M))), scalars(poisoned(2));
+    DeviceBuffer<float> scratch(poisoned(policy_loss_scratch_floats(M)));
+    policy_loss_cuda(dz.get(), dact.get(), dadv.get(), M, PolicyObjective{0.05f, dold.get(), 0.2f, 0.1f}, grad.get(),
+                     scalars.get(), scalars.get() + 1, scratch.get(), nullptr);
+    EXPECT_TRUE(all_close(grad.download(), want_dz, 1e-5f / M, 1e-4f)) << "M=" << M;
+    const auto s = scalars.download();
+    EXPECT_LE(std::fabs(s[0] - want_loss), 1e-5 * std::fabs(want_loss) + 1e-6) << "M=" << M;
+    EXPECT_LE(std::fabs(s[1] - want_ent), 1e-5 * want_ent) << "M=" << M;
+  }
+}
+
 }  // namespace
 }  // namespace grpo

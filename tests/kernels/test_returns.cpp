@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "kernels/returns.h"
@@ -82,6 +83,54 @@ TEST(Returns, RejectsCountsWithoutASampleStd) {
   float x[1] = {1.f}, adv[1], stats[2];
   EXPECT_THROW(normalize_advantages_host(x, adv, 1, nullptr, stats), std::invalid_argument);
   EXPECT_THROW(discounted_returns_host(x, adv, -1, 1, 0.99f), std::invalid_argument);
+}
+
+// Group g's rewards: rows t N + g R + j of a [T, N] array (N = G R).
+std::vector<float> group_of(const std::vector<float>& x, int T, int G, int R, int g) {
+  std::vector<float> v;
+  for (int t = 0; t < T; ++t)
+    for (int j = 0; j < R; ++j) v.push_back(x[size_t(t) * G * R + size_t(g) * R + j]);
+  return v;
+}
+
+TEST(Returns, GroupNormalizedRewardsHaveZeroMeanUnitStdPerGroup) {
+  for (auto [T, G, R] : {std::tuple{1, 3, 2}, {13, 5, 8}, {200, 17, 8}, {7, 2, 1}}) {
+    auto r = random_floats(size_t(T) * G * R, 1000 + T * G * R, -2.f, 2.f);
+    for (int g = 0; g < G; ++g)  // groups on different scales and offsets
+      for (size_t i = 0; i < r.size(); ++i)
+        if (int(i % (G * R)) / R == g) r[i] = r[i] * float(g + 1) + float(3 * g);
+    auto out = poisoned(r.size()), stats = poisoned(2 * size_t(G));
+    group_normalize_rewards_host(r.data(), out.data(), T, G, R, stats.data());
+    for (int g = 0; g < G; ++g) {
+      const Stats want = two_pass(group_of(r, T, G, R, g));
+      EXPECT_NEAR(stats[2 * g], want.mean, 1e-5 * (1 + std::fabs(want.mean))) << g;
+      EXPECT_NEAR(stats[2 * g + 1], want.std, 1e-5 * want.std) << g;
+      const Stats got = two_pass(group_of(out, T, G, R, g));
+      EXPECT_NEAR(got.mean, 0.0, 1e-5) << T << "x" << G << "x" << R << " group " << g;
+      EXPECT_NEAR(got.std, 1.0, 1e-5) << T << "x" << G << "x" << R << " group " << g;
+    }
+    auto in_place = r;  // out may alias rewards
+    group_normalize_rewards_host(in_place.data(), in_place.data(), T, G, R, nullptr);
+    EXPECT_EQ(in_place, out);
+  }
+}
+
+TEST(Returns, GroupOfEqualRewardsNormalizesToZero) {
+  const int T = 4, G = 2, R = 3;
+  std::vector<float> r(T * G * R, 0.37f);
+  for (int t = 0; t < T; ++t) r[t * G * R + R] = float(t);  // group 1 varies, group 0 does not
+  auto out = poisoned(r.size());
+  group_normalize_rewards_host(r.data(), out.data(), T, G, R, nullptr);
+  for (float v : group_of(out, T, G, R, 0)) EXPECT_EQ(v, 0.f);
+  for (float v : group_of(out, T, G, R, 1)) EXPECT_TRUE(std::isfinite(v));
+}
+
+TEST(Returns, GroupShapesWithoutASampleStdAreRefused) {
+  std::vector<float> r(8), out(8);
+  EXPECT_THROW(group_normalize_rewards_host(r.data(), out.data(), 1, 4, 1, nullptr), std::invalid_argument);
+  EXPECT_THROW(group_normalize_rewards_host(r.data(), out.data(), 0, 4, 2, nullptr), std::invalid_argument);
+  EXPECT_THROW(group_normalize_rewards_host(r.data(), out.data(), 2, 0, 2, nullptr), std::invalid_argument);
+  EXPECT_THROW(group_normalize_rewards_host(r.data(), out.data(), 1 << 13, 1, 1 << 11, nullptr), std::invalid_argument);
 }
 
 }  // namespace

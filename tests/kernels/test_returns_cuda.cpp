@@ -1,5 +1,6 @@
 // Returns and advantages on the device vs their host twins.
 #include <cstring>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -58,6 +59,24 @@ TEST(ReturnsCuda, NormalizeAdvantagesMatchesHost) {
 TEST(ReturnsCuda, StatisticsSurviveALargeMean) {
   GRPO_REQUIRE_DEVICE();
   for (int n : {37, 20001}) check_normalize(random_floats(n, n, 999.f, 1001.f), "mean 1e3 n=");
+}
+
+TEST(ReturnsCuda, GroupNormalizeMatchesHostAndRepeatsBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  for (auto [T, G, R] : {std::tuple{1, 3, 2}, {13, 5, 8}, {200, 17, 8}, {3, 2, 300}}) {
+    const size_t n = size_t(T) * G * R;
+    auto r = random_floats(n, 77 + n, -1.f, 1.f);
+    for (size_t i = 0; i < n; ++i) r[i] += 100.f * float(int(i % (G * R)) / R);  // group offsets up to 1e3
+    std::vector<float> want(n), want_stats(2 * size_t(G));
+    group_normalize_rewards_host(r.data(), want.data(), T, G, R, want_stats.data());
+    DeviceBuffer<float> dr(r), out(poisoned(n)), stats(poisoned(2 * size_t(G)));
+    group_normalize_rewards_cuda(dr.get(), out.get(), T, G, R, stats.get(), nullptr);
+    const auto got = out.download();
+    EXPECT_TRUE(test::all_close(got, want, 1e-4f, 1e-4f)) << T << "x" << G << "x" << R;
+    EXPECT_TRUE(test::all_close(stats.download(), want_stats, 1e-5f, 1e-5f)) << T << "x" << G << "x" << R;
+    group_normalize_rewards_cuda(dr.get(), dr.get(), T, G, R, nullptr, nullptr);  // in place, no statistics
+    EXPECT_EQ(std::memcmp(dr.download().data(), got.data(), n * sizeof(float)), 0) << T << "x" << G << "x" << R;
+  }
 }
 
 }  // namespace
