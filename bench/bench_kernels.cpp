@@ -117,6 +117,17 @@ int main(int argc, char** argv) {
                        policy_loss_host(logits.data(), actions.data(), adv.data(), s.M, PolicyObjective{},
                                         dlogits.data(), &out[0], &out[1], red_scratch.data());
                      }});
+      ops.push_back({"policy_loss (grpo: ratio, clip, KL)", 0, 36.0 * s.M, [&] {
+                       policy_loss_host(logits.data(), actions.data(), adv.data(), s.M,
+                                        PolicyObjective{0.01f, logp.data(), 0.2f, 0.1f}, dlogits.data(), &out[0],
+                                        &out[1], red_scratch.data());
+                     }});
+      ops.push_back({"action_log_probs", 0, 20.0 * s.M,
+                     [&] { action_log_probs_host(logits.data(), actions.data(), s.M, logp.data()); }});
+      // Groups of 8 replicas (the small preset's --batch-size) where the games divide evenly.
+      const int R = s.N % 8 == 0 ? 8 : 1;
+      ops.push_back({"group_normalize_rewards", 0, 12.0 * s.M,
+                     [&, T, R] { group_normalize_rewards_host(adv.data(), ret.data(), T, s.N / R, R, nullptr); }});
       ops.push_back({"discounted_returns", 0, 8.0 * T * s.N,
                      [&, T] { discounted_returns_host(adv.data(), ret.data(), T, s.N, 0.99f); }});
       ops.push_back({"normalize_advantages", 0, 8.0 * s.M, [&] {

@@ -147,6 +147,14 @@ struct Case {
                        policy_loss_cuda(logits.p, act_i, adv.p, M, PolicyObjective{}, dlogits.p, out.p, out.p + 1,
                                         red.p, st);
                      }});
+      ops.push_back({"policy_loss (grpo: ratio, clip, KL)", 0, 36.0 * M, [=] {
+                       policy_loss_cuda(logits.p, act_i, adv.p, M, PolicyObjective{0.01f, logp.p, 0.2f, 0.1f},
+                                        dlogits.p, out.p, out.p + 1, red.p, st);
+                     }});
+      ops.push_back({"action_log_probs", 0, 20.0 * M, [=] { action_log_probs_cuda(logits.p, act_i, M, logp.p, st); }});
+      const int R = N % 8 == 0 ? 8 : 1;  // groups of 8 replicas (the small preset's --batch-size)
+      ops.push_back({"group_normalize_rewards", 0, 12.0 * M,
+                     [=] { group_normalize_rewards_cuda(adv.p, ret.p, T, N / R, R, nullptr, st); }});
       ops.push_back(
           {"discounted_returns", 0, 8.0 * T * N, [=] { discounted_returns_cuda(adv.p, ret.p, T, N, 0.99f, st); }});
       ops.push_back({"normalize_advantages", 0, 8.0 * M,
