@@ -58,6 +58,11 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(plain_integer(false))
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  app.add_option("--minibatches", c.minibatches,
+                 "grpo: slices of each pass (T / B whole game steps each), one AdamW update per slice; B divides T")
+      ->check(plain_integer(false))
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--clip", c.clip, "grpo: epsilon of the clipped ratio, in (0, 1)")
       ->check(CLI::Range(1e-6, 0.999999))
       ->capture_default_str();
@@ -66,6 +71,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->capture_default_str();
   app.add_option("--gamma", c.gamma, "discount of the returns (reference) or of the normalised rewards (grpo)")
       ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  app.add_option("--entropy-coef", c.entropy_coef, "weight of the entropy bonus in the loss")
+      ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")
       ->check(plain_integer(false))
@@ -109,7 +117,7 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
   }
   c.algo = f.algo == "grpo" ? Algo::Grpo : Algo::Reference;
   if (c.algo != Algo::Grpo)
-    for (const char* flag : {"--ppo-epochs", "--clip", "--kl-beta"})
+    for (const char* flag : {"--ppo-epochs", "--minibatches", "--clip", "--kl-beta"})
       if (app.count(flag)) throw UsageError(std::string(flag) + " applies to --algo grpo only");
   c.use_graph = !f.no_graph;
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;

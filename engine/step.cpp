@@ -36,33 +36,37 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
 
 namespace {
 
-// Spec steps 5-6 for one pass over the rollout: the head's loss with the pass's dropout mask,
-// then the backward; every gradient in b.g is overwritten.
+// Spec steps 5-6 over rows [r0, r0 + rows) of the rollout: the head's loss (a mean over those
+// rows) with the dropout mask of counter `pass`, then the backward; every gradient in b.g is
+// overwritten.
 void loss_and_backward(Ops& ops, const StepBuffers& b, const TrainConfig& c, const PolicyObjective& objective,
-                       uint32_t pass) {
+                       uint32_t pass, size_t r0, int rows) {
   const uint32_t* epoch = &b.scalars->epoch;
+  const int H = c.hidden_size, D = c.obs_dim();
+  const PolicyActs acts = b.acts.rows_from(r0, H);
   Ops::HeadLoss head{};
-  head.a1 = b.acts.a1;
+  head.a1 = acts.a1;
   head.b1 = b.p.fc1_b;
   head.w_out = b.p.fc_out_w;
   head.b_out = b.p.fc_out_b;
-  head.actions = b.actions;
-  head.adv = b.advantages;
-  head.M = int(c.samples());
-  head.H = c.hidden_size;
+  head.actions = b.actions + r0;
+  head.adv = b.advantages + r0;
+  head.M = rows;
+  head.H = H;
   head.objective = objective;
+  if (objective.old_logp) head.objective.old_logp = objective.old_logp + r0;
   head.drop = DropoutSpec{c.dropout, c.seed, Purpose::DropoutLoss, epoch, pass};
-  head.logits = b.acts.logits;
-  head.dlogits = b.dlogits;
-  head.h2 = b.acts.h2;
+  head.logits = acts.logits;
+  head.dlogits = b.dlogits + r0 * kActions;
+  head.h2 = acts.h2;
   head.dh2 = b.trunk_work;
-  head.da1 = b.acts.h2;  // h2 is dead once the head's backward has dW_out
+  head.da1 = acts.h2;  // h2 is dead once the head's backward has dW_out
   head.g_b1 = b.g.fc1_b;
   head.g_w_out = b.g.fc_out_w;
   head.g_b_out = b.g.fc_out_b;
   head.loss = &b.scalars->loss;
   head.scratch = b.scratch;
-  ops.loss_pass(Ops::LossPass{head, b.p, b.g, b.acts, b.obs, c.obs_dim(), b.trunk_work});
+  ops.loss_pass(Ops::LossPass{head, b.p, b.g, acts, b.obs + r0 * D, D, b.trunk_work});
 }
 
 // Spec steps 6-7: clip by the global norm, then AdamW.
@@ -74,30 +78,34 @@ void update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
 }
 
 // --algo grpo after the rollout (docs/spec/training.md "Beyond the reference"): keep the rollout
-// policy's log-probabilities, group-relative advantages, then --ppo-epochs passes of loss,
-// backward and update over the same rollout. Pass 0 reuses the rollout's trunk activations (the
-// parameters have not changed yet, as in the reference path); later passes recompute the trunk
-// over all M rows with the updated parameters. The last update's bookkeeping is
-// advance_schedule's, at the end of the epoch.
+// policy's log-probabilities, group-relative advantages, then --ppo-epochs passes over the same
+// rollout, each in --minibatches slices of T / B whole game steps with one update per slice.
+// The first slice of the first pass reuses the rollout's trunk activations (the parameters have
+// not changed yet, as in the reference path); every later slice recomputes its rows' trunk with
+// the updated parameters. The last update's bookkeeping is advance_schedule's, at the end of the
+// epoch.
 void grpo_update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
-  const int T = c.max_steps, N = c.games(), M = int(c.samples()), H = c.hidden_size;
+  const int T = c.max_steps, N = c.games(), M = int(c.samples()), H = c.hidden_size, B = c.minibatches;
+  const int rows = M / B;  // validate() makes B divide T
   ops.range_push("returns");
   ops.action_log_probs(b.acts.logits, b.actions, M, b.old_logp);
   ops.group_normalize_rewards(b.rewards, b.returns, T, c.game.groups(), c.batch_size, nullptr);
   ops.discounted_returns(b.returns, b.advantages, T, N, c.gamma);
   ops.range_pop();
   const PolicyObjective objective{c.entropy_coef, b.old_logp, c.clip, c.kl_beta};
-  for (int pass = 0; pass < c.ppo_epochs; ++pass) {
+  const int updates = c.ppo_epochs * B;
+  for (int u = 0; u < updates; ++u) {
+    const size_t r0 = size_t(u % B) * rows;
     ops.range_push("loss+backward");
-    if (pass > 0) {
+    if (u > 0) {
       ops.weights_unchanged(b.p.fc1_w, H, H);
-      policy_trunk_forward(ops, b.p, b.obs, M, c.obs_dim(), H, b.acts);
+      policy_trunk_forward(ops, b.p, b.obs + r0 * c.obs_dim(), rows, c.obs_dim(), H, b.acts.rows_from(r0, H));
     }
-    loss_and_backward(ops, b, c, objective, uint32_t(pass));
+    loss_and_backward(ops, b, c, objective, uint32_t(u), r0, rows);
     ops.range_pop();
     ops.range_push("optimizer");
     update(ops, b, c);
-    if (pass + 1 < c.ppo_epochs) {
+    if (u + 1 < updates) {
       ops.finish_update(b.scalars);
       ops.range_pop();
     }
@@ -135,7 +143,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
     // head runs again, with the fresh mask. (Same function; the bits of a1 may differ from a
     // recompute by the GEMM's blocking for 136 rows vs M rows, well inside the tolerances.)
     ops.range_push("loss+backward");
-    loss_and_backward(ops, b, c, PolicyObjective{c.entropy_coef}, 0);
+    loss_and_backward(ops, b, c, PolicyObjective{c.entropy_coef}, 0, 0, M);
     ops.range_pop();
 
     // 6-7. Clip by the global norm, AdamW.

@@ -22,7 +22,12 @@ void TrainConfig::validate() const {
   require(std::isfinite(lr) && lr > 0.f && lr <= 1.f, "--lr-rate must be in (0, 1]");
   require(std::isfinite(dropout) && dropout >= 0.f && dropout < 1.f, "--dropout must be in [0, 1)");
   require(std::isfinite(gamma) && gamma >= 0.f && gamma <= 1.f, "--gamma must be in [0, 1]");
+  require(std::isfinite(entropy_coef) && entropy_coef >= 0.f && entropy_coef <= 10.f,
+          "--entropy-coef must be in [0, 10]");
   require(ppo_epochs >= 1 && ppo_epochs <= 64, "--ppo-epochs must be in [1, 64]");
+  require(minibatches >= 1 && minibatches <= 64 && max_steps % minibatches == 0,
+          "--minibatches must be in [1, 64] and divide --max-steps (got " + std::to_string(minibatches) + " for " +
+              std::to_string(max_steps) + " steps)");
   require(std::isfinite(clip) && clip > 0.f && clip < 1.f, "--clip must be in (0, 1)");
   require(std::isfinite(kl_beta) && kl_beta >= 0.f && kl_beta <= 100.f, "--kl-beta must be in [0, 100]");
   require(algo != Algo::Grpo || int64_t{max_steps} * batch_size >= 2,

@@ -27,9 +27,10 @@ struct TrainConfig {
   float max_grad_norm = 1.0f;
   float weight_decay = 1e-5f;
   Algo algo = Algo::Reference;
-  // --algo grpo only: optimisation passes over each rollout, the ratio's clip epsilon and the
-  // weight of the KL penalty to the rollout policy.
+  // --algo grpo only: optimisation passes over each rollout and the slices of each pass, the
+  // ratio's clip epsilon and the weight of the KL penalty to the rollout policy.
   int ppo_epochs = 2;
+  int minibatches = 1;  // slices of T / minibatches game steps per pass, one update each
   float clip = 0.2f;
   float kl_beta = 0.f;
   // The run.

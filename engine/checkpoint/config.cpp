@@ -30,6 +30,7 @@ nlohmann::ordered_json config_to_json(const TrainConfig& c) {
           {"weight_decay", c.weight_decay},
           {"algo", algo_name(c.algo)},
           {"ppo_epochs", c.ppo_epochs},
+          {"minibatches", c.minibatches},
           {"clip", c.clip},
           {"kl_beta", c.kl_beta},
           {"patience", c.patience},
@@ -107,6 +108,7 @@ TrainConfig config_from_json(const nlohmann::json& j) {
                        ")");
     c.algo = algo == "grpo" ? Algo::Grpo : Algo::Reference;
     read(j, "ppo_epochs", c.ppo_epochs);
+    read(j, "minibatches", c.minibatches);
     read(j, "clip", c.clip);
     read(j, "kl_beta", c.kl_beta);
   }

@@ -33,7 +33,9 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   must_agree(ckpt_path, given("--seed"), "--seed", f.seed, s.seed);
   must_agree(ckpt_path, given("--algo"), "--algo", std::string(algo_name(f.algo)), std::string(algo_name(s.algo)));
   must_agree(ckpt_path, given("--gamma"), "--gamma", f.gamma, s.gamma);
+  must_agree(ckpt_path, given("--entropy-coef"), "--entropy-coef", f.entropy_coef, s.entropy_coef);
   must_agree(ckpt_path, given("--ppo-epochs"), "--ppo-epochs", f.ppo_epochs, s.ppo_epochs);
+  must_agree(ckpt_path, given("--minibatches"), "--minibatches", f.minibatches, s.minibatches);
   must_agree(ckpt_path, given("--clip"), "--clip", f.clip, s.clip);
   must_agree(ckpt_path, given("--kl-beta"), "--kl-beta", f.kl_beta, s.kl_beta);
   must_agree(ckpt_path, given("--screen-width"), "--screen-width", f.game.screen_width, s.game.screen_width);

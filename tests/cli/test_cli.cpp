@@ -78,6 +78,8 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--algo grpo --ppo-epochs 0", "--ppo-epochs"), std::make_pair("--kl-beta 0.1", "--kl-beta"),
         std::make_pair("--algo grpo --clip 1", "--clip"), std::make_pair("--algo grpo --clip nan", "--clip"),
         std::make_pair("--algo grpo --kl-beta -1", "--kl-beta"), std::make_pair("--gamma 1.5", "--gamma"),
+        std::make_pair("--entropy-coef -0.1", "--entropy-coef"), std::make_pair("--minibatches 2", "--minibatches"),
+        std::make_pair("--algo grpo --max-steps 10 --minibatches 3", "--minibatches"),
         std::make_pair("--algo grpo --max-steps 1 --batch-size 1", "--algo grpo")));
 
 // A configuration that cannot fit in the memory this process may use is refused before anything

@@ -344,12 +344,13 @@ TEST(Checkpoint, GrpoSettingsRoundTripAndOlderConfigsAreReferenceRuns) {
   const TrainConfig back = config_from_json(nlohmann::json::parse(config_to_json(c).dump()));
   EXPECT_EQ(back.algo, Algo::Grpo);
   EXPECT_EQ(back.ppo_epochs, c.ppo_epochs);
+  EXPECT_EQ(back.minibatches, c.minibatches);
   EXPECT_EQ(back.clip, c.clip);
   EXPECT_EQ(back.kl_beta, c.kl_beta);
   EXPECT_EQ(back.gamma, c.gamma);
   // A config written before --algo existed has none of the four fields.
   nlohmann::json old = config_to_json(tiny_config());
-  for (const char* k : {"algo", "ppo_epochs", "clip", "kl_beta"}) old.erase(k);
+  for (const char* k : {"algo", "ppo_epochs", "minibatches", "clip", "kl_beta"}) old.erase(k);
   EXPECT_EQ(config_from_json(old).algo, Algo::Reference);
   // Resuming refuses another algorithm or other passes, and names the flag.
   Checkpoint ck;

@@ -61,12 +61,13 @@ TEST(TrainHost, GrpoIsDeterministicAndCountsEveryUpdate) {
   ASSERT_EQ(m.size(), 3u);
   for (int e = 0; e < 3; ++e) {
     EXPECT_EQ(m[e].epoch, uint32_t(e));
-    // The snapshot comes after the epoch's first K - 1 updates are counted, before the last one.
-    EXPECT_EQ(m[e].adam_step, uint32_t(e * c.ppo_epochs + c.ppo_epochs - 1));
+    // The snapshot comes after the epoch's first K B - 1 updates are counted, before the last one.
+    const int updates = c.ppo_epochs * c.minibatches;
+    EXPECT_EQ(m[e].adam_step, uint32_t(e * updates + updates - 1));
     EXPECT_TRUE(std::isfinite(m[e].loss));
     EXPECT_GT(m[e].grad_norm, 0.f);
   }
-  EXPECT_EQ(ra.scalars.adam_step, uint32_t(3 * c.ppo_epochs));
+  EXPECT_EQ(ra.scalars.adam_step, uint32_t(3 * c.ppo_epochs * c.minibatches));
   EXPECT_EQ(ra.scalars.skipped_updates, 0u);
 }
 
@@ -83,6 +84,9 @@ TEST(TrainHost, GrpoDiffersFromTheReferenceAndEachKnobMatters) {
   TrainConfig passes = g;
   passes.ppo_epochs = 1;
   EXPECT_FALSE(bitwise_equal(base, run(passes)));
+  TrainConfig slices = g;
+  slices.minibatches = 1;
+  EXPECT_FALSE(bitwise_equal(base, run(slices)));
   TrainConfig kl = g;
   kl.kl_beta = 0.f;
   EXPECT_FALSE(bitwise_equal(base, run(kl)));

@@ -31,7 +31,7 @@ void expect_cuda_matches_host(const TrainConfig& c) {
     EXPECT_NEAR(md[e].grad_norm, mh[e].grad_norm, 1e-3 * mh[e].grad_norm) << "epoch " << e;
   }
   EXPECT_EQ(d.scalars.epoch, 3u);
-  const uint32_t updates = c.algo == Algo::Grpo ? uint32_t(c.ppo_epochs) : 1u;
+  const uint32_t updates = c.algo == Algo::Grpo ? uint32_t(c.ppo_epochs * c.minibatches) : 1u;
   EXPECT_EQ(d.scalars.adam_step, 3u * updates);
   EXPECT_EQ(h.scalars.adam_step, 3u * updates);
 }
