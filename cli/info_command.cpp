@@ -23,10 +23,16 @@ int run_info(CLI::App& app, const TrainFlags& f, bool capture) {
   for (const ParamTensor& t : pl.tensors) std::printf("  %-18s [%d, %d]\n", t.name, t.rows, t.cols);
   std::printf("arena              %.1f MiB (activations, rollout record, game state, scratch)\n",
               double(al.total) / (1 << 20));
-  std::printf(
-      "FLOPs per epoch    %.3g (rollout 2MP, loss forward 2MP, backward 4MP); executed %.3g (the loss pass "
-      "reuses the rollout's trunk: its forward is the head alone)\n",
-      k.flops, k.flops_executed);
+  if (c.algo == Algo::Grpo)
+    std::printf(
+        "FLOPs per epoch    %.3g (rollout 2MP, then %d passes of loss forward 2MP and backward 4MP); executed %.3g "
+        "(the first of %d updates reuses the rollout's trunk, the later ones recompute their slice's)\n",
+        k.flops, c.ppo_epochs, k.flops_executed, c.ppo_epochs * c.minibatches);
+  else
+    std::printf(
+        "FLOPs per epoch    %.3g (rollout 2MP, loss forward 2MP, backward 4MP); executed %.3g (the loss pass "
+        "reuses the rollout's trunk: its forward is the head alone)\n",
+        k.flops, k.flops_executed);
   std::printf("min bytes/epoch    %.3g\n", k.min_bytes);
   std::printf("rollout            %d sequential steps per epoch (its latency floor)\n", c.max_steps);
   if (!capture) return 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/cost.h"
 #include "engine/layout.h"
 #include "tests/engine/engine_test_util.h"
 
@@ -93,6 +94,27 @@ TEST(TrainHost, GrpoDiffersFromTheReferenceAndEachKnobMatters) {
   TrainConfig clip = g;
   clip.clip = 0.01f;
   EXPECT_FALSE(bitwise_equal(base, run(clip)));
+}
+
+TEST(EpochCost, CountsEveryPassAndSlice) {
+  TrainConfig c = tiny_config();
+  const double M = double(c.samples()), H = c.hidden_size, D = c.obs_dim();
+  const double P = D * H + H * H + 3 * H;
+  const EpochCost ref = epoch_cost(c);
+  EXPECT_DOUBLE_EQ(ref.flops, 8 * M * P);
+  EXPECT_DOUBLE_EQ(ref.flops_executed, 6 * M * P + 6 * M * H);
+  c.algo = Algo::Grpo;
+  c.ppo_epochs = 1;
+  c.minibatches = 1;
+  const EpochCost one = epoch_cost(c);  // one pass, one slice: the reference's work
+  EXPECT_DOUBLE_EQ(one.flops_executed, ref.flops_executed);
+  EXPECT_DOUBLE_EQ(one.min_bytes, ref.min_bytes);
+  c.ppo_epochs = 2;
+  c.minibatches = 2;
+  const EpochCost two = epoch_cost(c);  // a second pass, and 3 of 4 slices recompute the trunk
+  EXPECT_DOUBLE_EQ(two.flops, 14 * M * P);
+  EXPECT_DOUBLE_EQ(two.flops_executed, 2 * M * P + 2 * (4 * M * P + 6 * M * H) + 1.5 * M * 2 * (D * H + H * H));
+  EXPECT_GT(two.min_bytes, ref.min_bytes);
 }
 
 TEST(TrainHost, PatienceStopsEarly) {
