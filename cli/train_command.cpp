@@ -120,6 +120,13 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   std::fprintf(stderr, "grpo train: %s | hidden %d, %d games (%d groups x %d), %d steps, %d epochs, lr %g, seed %llu\n",
                ex->describe().c_str(), c.hidden_size, c.games(), c.game.groups(), c.batch_size, c.max_steps,
                c.total_epochs, double(c.lr), static_cast<unsigned long long>(c.seed));
+  if (c.algo == Algo::Grpo)
+    std::fprintf(
+        stderr,
+        "grpo train: --algo grpo | %d passes x %d slices per epoch, clip %g, kl-beta %g, gamma %g, dropout %g, "
+        "entropy %g\n",
+        c.ppo_epochs, c.minibatches, double(c.clip), double(c.kl_beta), double(c.gamma), double(c.dropout),
+        double(c.entropy_coef));
   if (resuming) std::fprintf(stderr, "grpo train: resuming %s at epoch %u\n", st.resume.c_str(), start_epoch);
   std::fprintf(stderr, "grpo train: writing %s and checkpoints in %s\n", c.metrics_path.c_str(), c.out_dir.c_str());
 

@@ -102,11 +102,11 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
 
 TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
   TrainConfig c = f.cfg;
+  auto given = [&](const char* name) { return app.count(name) > 0; };
   if (f.preset == "small") {
     // Start from the preset, then put back every flag the user gave.
     TrainConfig p = c;
     p.apply_small_preset();
-    auto given = [&](const char* name) { return app.count(name) > 0; };
     if (!given("--hidden-size")) c.hidden_size = p.hidden_size;
     if (!given("--batch-size")) c.batch_size = p.batch_size;
     if (!given("--total-epochs")) c.total_epochs = p.total_epochs;
@@ -116,9 +116,18 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
     if (!given("--save-checkpoint-per-num-epoch")) c.checkpoint_every = p.checkpoint_every;
   }
   c.algo = f.algo == "grpo" ? Algo::Grpo : Algo::Reference;
-  if (c.algo != Algo::Grpo)
+  if (c.algo == Algo::Grpo) {
+    // The same for --algo grpo's own defaults (after the preset: they depend on --max-steps).
+    TrainConfig g = c;
+    g.apply_grpo_defaults();
+    if (!given("--dropout")) c.dropout = g.dropout;
+    if (!given("--gamma")) c.gamma = g.gamma;
+    if (!given("--ppo-epochs")) c.ppo_epochs = g.ppo_epochs;
+    if (!given("--minibatches")) c.minibatches = g.minibatches;
+  } else {
     for (const char* flag : {"--ppo-epochs", "--minibatches", "--clip", "--kl-beta"})
-      if (app.count(flag)) throw UsageError(std::string(flag) + " applies to --algo grpo only");
+      if (given(flag)) throw UsageError(std::string(flag) + " applies to --algo grpo only");
+  }
   c.use_graph = !f.no_graph;
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";

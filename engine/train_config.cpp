@@ -58,6 +58,14 @@ void TrainConfig::apply_small_preset() {
   checkpoint_every = 50;
 }
 
+void TrainConfig::apply_grpo_defaults() {
+  dropout = 0.f;
+  gamma = 0.9f;
+  ppo_epochs = 2;
+  minibatches = 4;
+  while (minibatches > 1 && max_steps % minibatches != 0) --minibatches;
+}
+
 const char* algo_name(Algo a) { return a == Algo::Grpo ? "grpo" : "reference"; }
 
 const char* backend_name(Backend b) {

@@ -55,6 +55,10 @@ struct TrainConfig {
   void validate() const;
   // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).
   void apply_small_preset();
+  // --algo grpo's defaults, chosen by the learning sweep at the small preset (bench/grpo/README.md):
+  // no dropout, gamma 0.9, 2 passes of 4 slices. Where 4 does not divide --max-steps, the largest
+  // divisor below it.
+  void apply_grpo_defaults();
 };
 
 const char* backend_name(Backend b);

@@ -175,6 +175,26 @@ TEST(Cli, InfoPrintsCounts) {
 namespace {
 
 // tools/train passes defaults that the user's flags must override: the last value wins.
+// --algo grpo's own defaults apply where the user gave no value, and theirs win where they did;
+// the slices fall back to a divisor of --max-steps.
+TEST(Cli, GrpoDefaultsYieldToGivenFlags) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / ("grpo_cli_grpo_" + std::to_string(::getpid()));
+  const std::string base = "train --backend host --algo grpo --hidden-size 8 --batch-size 2 --total-epochs 1 --out ";
+  fs::remove_all(out);
+  Result r = run_grpo(base + out.string() + " --max-steps 6");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("2 passes x 3 slices per epoch, clip 0.2, kl-beta 0, gamma 0.9, dropout 0,"), std::string::npos)
+      << r.err;
+  fs::remove_all(out);
+  r = run_grpo(base + out.string() + " --max-steps 8 --dropout 0.2 --gamma 0.5 --ppo-epochs 3 --kl-beta 0.1");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("3 passes x 4 slices per epoch, clip 0.2, kl-beta 0.1, gamma 0.5, dropout 0.2,"),
+            std::string::npos)
+      << r.err;
+  fs::remove_all(out);
+}
+
 TEST(Cli, RepeatedFlagTakesTheLastValue) {
   namespace fs = std::filesystem;
   const fs::path out = fs::temp_directory_path() / ("grpo_cli_last_" + std::to_string(::getpid()));
