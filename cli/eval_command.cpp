@@ -36,7 +36,7 @@ int run_eval(CLI::App& app, EvalState st) {
     PlayOptions o = st.opt;
     o.first_game = first;
     o.games = std::min(kChunk, total - first);
-    const std::vector<GameOutcome> part = play_games(ck.config, policy, o);
+    const std::vector<GameOutcome> part = play_games(ck.config.game, policy, o);
     all.insert(all.end(), part.begin(), part.end());
   }
   const EvalSummary r = summarize(all);

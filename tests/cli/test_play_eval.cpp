@@ -90,7 +90,7 @@ TEST_F(PlayEval, EvalJsonMatchesTheLibraryAndIsDeterministic) {
   o.games = 37;
   o.max_steps = 60;
   o.seed = 5;
-  const std::vector<GameOutcome> games = play_games(ck.config, policy, o);
+  const std::vector<GameOutcome> games = play_games(ck.config.game, policy, o);
   const EvalSummary s = summarize(games);
   EXPECT_DOUBLE_EQ(j["mean_score"].get<double>(), s.mean_score);
   EXPECT_DOUBLE_EQ(win, s.win_rate);
