@@ -74,7 +74,7 @@ int run_play(CLI::App& app, PlayState st) {
     std::fflush(stdout);
     if (st.fps > 0) std::this_thread::sleep_for(period);
   };
-  const GameOutcome o = play_games(ck.config, policy, st.opt, draw)[0];
+  const GameOutcome o = play_games(g, policy, st.opt, draw)[0];
   const char* how = o.end == GameEnd::Won ? "won" : o.end == GameEnd::Lost ? "lost" : "step cap reached";
   std::printf("%s after %d steps: score %d, caught %d of %d fruits (catch rate %.1f%%), %s policy\n", how,
               o.final.steps, o.final.score, o.final.caught, o.final.bottomed,

@@ -27,6 +27,7 @@ enum class Purpose : uint32_t {
   DropoutRollout = 4,  // dropout masks while playing
   DropoutLoss = 5,     // dropout masks in the loss pass (independent of the rollout's)
   Init = 6,            // parameter initialisation
+  RandomAgent = 7,     // per game and step: the random baseline's action (grpo eval --agent random)
 };
 
 struct Bits4 {

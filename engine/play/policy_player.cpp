@@ -1,8 +1,9 @@
 #include "engine/play/policy_player.h"
 
+#include <stdexcept>
+
 #include "engine/host/ops.h"
 #include "engine/policy.h"
-#include "env/games.h"
 #include "kernels/policy_head.h"
 
 namespace grpo {
@@ -47,64 +48,17 @@ int32_t choose_action(const float* z, bool greedy, float u) {
   return sample_from(policy_row(z), u);
 }
 
-std::vector<GameOutcome> play_games(const TrainConfig& cfg, HostPolicy& policy, const PlayOptions& opt,
-                                    const std::function<void(int, const std::vector<GameState>&)>& on_step) {
-  const GameConfig& g = cfg.game;
-  const int n = opt.games, D = cfg.obs_dim();
-  std::vector<GameState> s(static_cast<size_t>(n));
-  std::vector<bool> done(static_cast<size_t>(n), false);
-  std::vector<GameOutcome> out(static_cast<size_t>(n));
+void HostPolicy::act(const GameConfig& g, const std::vector<GameState>& s, const PlayOptions& opt, uint32_t t,
+                     int32_t* actions) {
+  const int n = int(s.size()), D = cfg_.obs_dim();
+  if (g.obs_dim() != D)
+    throw std::invalid_argument("HostPolicy::act: the game's observations do not fit the checkpoint's network");
+  obs_.resize(size_t(n) * D);
+  for (int i = 0; i < n; ++i) write_observation(g, s[i], obs_.data() + size_t(i) * D);
+  const float* logits = forward(obs_.data(), n, opt.dropout, opt.seed, t);
   for (int i = 0; i < n; ++i)
-    s[i] = start_state((opt.first_game + i) % g.groups(),
-                       start_fruit_x(g.screen_width, opt.seed, 0, uint32_t(opt.first_game + i)));
-  std::vector<float> obs(size_t(n) * D);
-  if (on_step) on_step(-1, s);
-  int live = n;
-  for (int t = 0; t < opt.max_steps && live > 0; ++t) {
-    for (int i = 0; i < n; ++i) write_observation(g, s[i], obs.data() + size_t(i) * D);
-    // Finished games stay in the batch (their rows are ignored): rows keep their dropout keys.
-    const float* logits = policy.forward(obs.data(), n, opt.dropout, opt.seed, uint32_t(t));
-    for (int i = 0; i < n; ++i) {
-      if (done[i]) continue;
-      const int32_t a = choose_action(logits + size_t(i) * kActions, opt.greedy,
-                                      action_uniform(opt.seed, 0, uint32_t(t), uint32_t(opt.first_game + i)));
-      s[i] = step(g, s[i], a,
-                  spawn_draws(g.screen_width, g.max_fruits, opt.seed, 0, uint32_t(t), uint32_t(opt.first_game + i)))
-                 .state;
-      const bool won = s[i].score >= g.win_score, lost = s[i].score <= g.fail_score;
-      if (won || lost || t + 1 == opt.max_steps) {
-        done[i] = true;
-        --live;
-        out[i] = {s[i], won ? GameEnd::Won : lost ? GameEnd::Lost : GameEnd::Capped};
-      }
-    }
-    if (on_step) on_step(t, s);
-  }
-  return out;
-}
-
-EvalSummary summarize(const std::vector<GameOutcome>& outcomes) {
-  EvalSummary r;
-  r.games = int(outcomes.size());
-  if (r.games == 0) return r;
-  double score = 0, steps = 0;
-  int won = 0, lost = 0, capped = 0;
-  for (const GameOutcome& o : outcomes) {
-    r.caught += o.final.caught;
-    r.bottomed += o.final.bottomed;
-    score += o.final.score;
-    steps += o.final.steps;
-    won += o.end == GameEnd::Won;
-    lost += o.end == GameEnd::Lost;
-    capped += o.end == GameEnd::Capped;
-  }
-  r.catch_rate = r.bottomed > 0 ? double(r.caught) / double(r.bottomed) : 0.0;
-  r.mean_score = score / r.games;
-  r.mean_steps = steps / r.games;
-  r.win_rate = double(won) / r.games;
-  r.loss_rate = double(lost) / r.games;
-  r.capped_rate = double(capped) / r.games;
-  return r;
+    actions[i] = choose_action(logits + size_t(i) * kActions, opt.greedy,
+                               action_uniform(opt.seed, 0, t, uint32_t(opt.first_game + i)));
 }
 
 }  // namespace grpo

@@ -1,43 +1,21 @@
 // grpo play and grpo eval on a tiny trained checkpoint: the binary's output against the library's
 // own games, determinism per seed, greedy vs sampled, and refusal of a bad checkpoint.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 
 #include "engine/play/policy_player.h"
+#include "tests/cli/grpo_run.h"
 #include "tests/engine/engine_test_util.h"
 
 namespace grpo::test {
 namespace {
 
 namespace fs = std::filesystem;
-const std::string kGrpo = std::string(GRPO_BINARY_DIR) + "/grpo";
-
-struct Out {
-  int code;
-  std::string out, err;
-};
-
-Out run(const std::string& args) {
-  const fs::path e = fs::temp_directory_path() / ("grpo_pe_err_" + std::to_string(::getpid()));
-  Out r{-1, "", ""};
-  FILE* p = ::popen((kGrpo + " " + args + " 2>" + e.string()).c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream in(e);
-  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  fs::remove(e);
-  return r;
-}
 
 class PlayEval : public ::testing::Test {
  protected:
@@ -90,7 +68,7 @@ TEST_F(PlayEval, EvalJsonMatchesTheLibraryAndIsDeterministic) {
   o.games = 37;
   o.max_steps = 60;
   o.seed = 5;
-  const std::vector<GameOutcome> games = play_games(ck.config, policy, o);
+  const std::vector<GameOutcome> games = play_games(ck.config.game, policy, o);
   const EvalSummary s = summarize(games);
   EXPECT_DOUBLE_EQ(j["mean_score"].get<double>(), s.mean_score);
   EXPECT_DOUBLE_EQ(win, s.win_rate);
