@@ -95,7 +95,7 @@ json print_breakdown(const char* title, const std::map<std::string, bench::OpTim
 
 int main(int argc, char** argv) {
   CLI::App app{"bench_epoch: epochs/s of the host and CUDA executors against measured ceilings"};
-  std::string preset = "small", json_path, only;
+  std::string preset = "small", json_path, only, algo = "reference";
   int hidden = 0, batch = 0, steps = 0, warmup = 1, repeats = 5, gemm_n = 1024;
   bool breakdown = false, tf32 = false;
   app.add_option("--preset", preset, "small or reference (the sizes of grpo train's presets)")
@@ -109,6 +109,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"host", "eager", "graph"}));
   app.add_option("--gemm-n", gemm_n, "size of the square sgemm that measures the host ceiling")
       ->check(CLI::Range(64, 8192));
+  app.add_option("--algo", algo, "reference, or grpo with its defaults (grpo train --algo grpo)")
+      ->check(CLI::IsMember({"reference", "grpo"}));
   app.add_flag("--breakdown", breakdown, "per-op tables of one epoch: host (steady clock), CUDA eager (events)");
   app.add_flag("--tf32", tf32, "the CUDA executor's products in TF32 (grpo train --tf32)");
   app.add_option("--json", json_path, "also write the results as JSON to this file");
@@ -119,6 +121,10 @@ int main(int argc, char** argv) {
   if (hidden) c.hidden_size = hidden;
   if (batch) c.batch_size = batch;
   if (steps) c.max_steps = steps;
+  if (algo == "grpo") {
+    c.algo = Algo::Grpo;
+    c.apply_grpo_defaults();
+  }
   c.tf32 = tf32;
   c.backend = Backend::Host;
   try {
@@ -136,6 +142,8 @@ int main(int argc, char** argv) {
                 {"steps", c.max_steps},
                 {"games", c.games()},
                 {"samples", c.samples()},
+                {"algo", algo_name(c.algo)},
+                {"updates_per_epoch", c.algo == Algo::Grpo ? c.ppo_epochs * c.minibatches : 1},
                 {"tf32", c.tf32}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},

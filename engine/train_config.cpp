@@ -61,7 +61,7 @@ void TrainConfig::apply_small_preset() {
 void TrainConfig::apply_grpo_defaults() {
   dropout = 0.f;
   gamma = 0.9f;
-  ppo_epochs = 2;
+  ppo_epochs = 4;
   minibatches = 4;
   while (minibatches > 1 && max_steps % minibatches != 0) --minibatches;
 }

@@ -29,7 +29,7 @@ struct TrainConfig {
   Algo algo = Algo::Reference;
   // --algo grpo only: optimisation passes over each rollout and the slices of each pass, the
   // ratio's clip epsilon and the weight of the KL penalty to the rollout policy.
-  int ppo_epochs = 2;
+  int ppo_epochs = 4;
   int minibatches = 1;  // slices of T / minibatches game steps per pass, one update each
   float clip = 0.2f;
   float kl_beta = 0.f;
@@ -56,7 +56,7 @@ struct TrainConfig {
   // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).
   void apply_small_preset();
   // --algo grpo's defaults, chosen by the learning sweep at the small preset (bench/grpo/README.md):
-  // no dropout, gamma 0.9, 2 passes of 4 slices. Where 4 does not divide --max-steps, the largest
+  // no dropout, gamma 0.9, 4 passes of 4 slices. Where 4 does not divide --max-steps, the largest
   // divisor below it.
   void apply_grpo_defaults();
 };

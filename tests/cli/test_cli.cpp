@@ -184,7 +184,7 @@ TEST(Cli, GrpoDefaultsYieldToGivenFlags) {
   fs::remove_all(out);
   Result r = run_grpo(base + out.string() + " --max-steps 6");
   EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.err.find("2 passes x 3 slices per epoch, clip 0.2, kl-beta 0, gamma 0.9, dropout 0,"), std::string::npos)
+  EXPECT_NE(r.err.find("4 passes x 3 slices per epoch, clip 0.2, kl-beta 0, gamma 0.9, dropout 0,"), std::string::npos)
       << r.err;
   fs::remove_all(out);
   r = run_grpo(base + out.string() + " --max-steps 8 --dropout 0.2 --gamma 0.5 --ppo-epochs 3 --kl-beta 0.1");

@@ -57,11 +57,12 @@ def bench_kernels(kit):
 
 # bench_epoch variants: (row name, executor, extra flags, key suffix in the JSON's figures).
 EPOCH_VARIANTS = (("eager", "eager", [], "_eager"), ("graph", "graph", [], ""),
-                  ("graph TF32", "graph", ["--tf32"], "_tf32"))
+                  ("graph TF32", "graph", ["--tf32"], "_tf32"), ("graph grpo", "graph", ["--algo", "grpo"], "_grpo"))
 
 
 def bench_epochs(kit):
-    """bench_epoch per preset and variant (eager, graph, graph with TF32 products); the peak of
+    """bench_epoch per preset and variant (eager, graph, graph with TF32 products, graph with
+    --algo grpo); the peak of
     nvidia-smi's used memory while each runs (the whole GPU: the CUDA context and cuBLAS
     included). The x-floor figure is against the FP32 floor in every variant."""
     epochs, steps, peak = {}, {}, {}
@@ -96,6 +97,8 @@ def bench_epochs(kit):
     kit.data["epochs_per_s"] = {p: epochs.get(p) for p in PRESETS}
     kit.data["epochs_per_s_eager"] = {p: epochs.get(p + "_eager") for p in PRESETS}
     kit.data["epochs_per_s_tf32"] = {p: epochs.get(p + "_tf32") for p in PRESETS}
+    # --algo grpo with its defaults: 4 passes over each rollout, 16 updates per epoch.
+    kit.data["epochs_per_s_grpo"] = {p: epochs.get(p + "_grpo") for p in PRESETS}
     kit.data["game_steps_per_s"] = {p: steps.get(p) for p in PRESETS}
     kit.data["peak_gpu_memory_mib"] = peak
 
