@@ -1,6 +1,6 @@
 // `grpo play --checkpoint F`: one game of the checkpoint's policy, drawn in the terminal with
 // ANSI escapes (a frame per step, --fps frames per second), ending on a win, a loss or the step
-// cap with a one-line summary. The policy runs on the host (checkpoint_play.h).
+// cap with a one-line summary. The policy runs on the host (engine/play/policy_player.h).
 #include <unistd.h>
 
 #include <chrono>

@@ -1,6 +1,6 @@
 // N games at once: their state in one memory block laid out as a structure of arrays (one
 // thread per game reads consecutive words: coalesced), with the same functions on the host
-// executor (games_host.cpp, grpo_core) and on the device (games.cu, grpo_cuda).
+// executor (games_host.cpp) and on the device (games.cu), both in grpo_env.
 //
 // Layout of the block for n games (every array starts on a 256-byte boundary relative to the
 // block's start, so a cudaMalloc'd block keeps them all aligned):
@@ -162,7 +162,7 @@ GRPO_HD void reset_one_game(const GameConfig& cfg, const GamesView& v, int g, in
 // holds cfg.groups() * replicas games. Both executors call it before any work.
 void check_games_args(const GameConfig& cfg, const GamesView& view, int replicas = 0);
 
-// ---- Host executor (grpo_core). view.n must be cfg.groups() * replicas for a reset. ----
+// ---- Host executor. view.n must be cfg.groups() * replicas for a reset. ----
 // Starts every game of an epoch; writes the n x obs_dim observations (row-major) to obs.
 void games_reset_host(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed, const uint32_t* epoch,
                       float* obs);
@@ -179,7 +179,7 @@ void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, cons
                               const int32_t* spawn_x, uint32_t t, float* reward, float* obs_next);
 
 #if defined(GRPO_HAVE_CUDA)
-// ---- Device executor (grpo_cuda, env/games.cu): the same contracts, one thread per game, every
+// ---- Device executor (env/games.cu): the same contracts, one thread per game, every
 // pointer a device pointer (epoch included), asynchronous on `stream`, capturable in a graph.
 void games_reset_cuda(const GameConfig& cfg, const GamesView& view, int replicas, uint64_t seed, const uint32_t* epoch,
                       float* obs, cudaStream_t stream = nullptr);

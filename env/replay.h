@@ -62,7 +62,7 @@ using ReplayEmit = std::function<void(uint32_t, const ReplayFrame&)>;
 using ReplayBackend = void (*)(const ReplayDocument&, const ReplayEmit&);
 void replay_host(const ReplayDocument& doc, const ReplayEmit& emit);
 #if defined(GRPO_HAVE_CUDA)
-void replay_cuda(const ReplayDocument& doc, const ReplayEmit& emit);  // env/replay_cuda.cpp (grpo_cuda)
+void replay_cuda(const ReplayDocument& doc, const ReplayEmit& emit);  // env/replay_cuda.cpp
 #endif
 
 // Parses `in`, runs it on `backend` and writes one line per step to `out`.

@@ -1,5 +1,5 @@
 // Vectorised tanh-GELU for the host twins (gelu_host.cpp, layernorm_host.cpp, engine/host). glibc's tanhf
-// is a scalar call of ~15 ns here; the host executor evaluates GELU about five times per hidden
+// is a scalar library call, and the host executor evaluates GELU about five times per hidden
 // activation per epoch (14M activations at the small preset), so the twins use this instead:
 // tanh(y) = sign(y) (1 - e) / (1 + e) with e = exp(-2 min(|y|, 9)) from Cephes' expf polynomial,
 // in GCC vector extensions, eight lanes with AVX2 (run-time dispatch) else four (SSE2 is the

@@ -29,7 +29,7 @@ struct Checkpoint {
 
 // The whole file as bytes (exposed for tests that corrupt it).
 std::string checkpoint_bytes(const TrainConfig& c, const RunState& s, float best_score, uint32_t best_epoch);
-// Writes it atomically (checkpoint_io.h); std::runtime_error on any write failure.
+// Writes it atomically (engine/checkpoint/io.h); std::runtime_error on any write failure.
 void save_checkpoint(const std::string& path, const TrainConfig& c, const RunState& s, float best_score,
                      uint32_t best_epoch);
 

@@ -39,7 +39,7 @@ class HostOps final : public Ops {
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
   void action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) override;
-  // Groups of games from the first step to the last, no barrier between steps (host_rollout.h).
+  // Groups of games from the first step to the last, no barrier between steps (engine/host/rollout.h).
   void rollout(const Rollout& r) override;
   // Fused: one pass over the rows instead of seven ops (engine/host/head_loss.h).
   void policy_head_loss(const HeadLoss& h) override;
