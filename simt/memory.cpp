@@ -2,18 +2,78 @@
 // copies and memsets between them and pageable memory, with CUDA's direction checks and its
 // ordering of a synchronous copy's tail on the legacy stream.
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <vector>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "simt/runtime_internal.h"
+#include "simt/sanitizer.h"
 
 namespace simt::detail {
+
+uintptr_t g_arena_lo = 0, g_arena_hi = 0;
+
 namespace {
+
+// Device memory comes from one reserved address range (the arena), so that the checks can tell
+// a kernel's global access (anything in the arena) from its own stack or host data, and an
+// access in the arena outside every live allocation is out of bounds. Each allocation starts on
+// a page and is followed by an inaccessible guard; freed ranges are reused only once the arena
+// is exhausted, so a use after free points at no live allocation.
+constexpr size_t kArenaBytes = 256ull << 30;
+constexpr size_t kPage = 4096, kGuard = 64 << 10;
+uintptr_t g_bump = 0;
+std::multimap<size_t, uintptr_t> g_free_spans;  // span bytes -> start
+
+size_t span_of(size_t n) { return (std::max<size_t>(n, 1) + kPage - 1) / kPage * kPage + kGuard; }
+
+void* arena_alloc(size_t n) {
+  if (!g_arena_lo) {
+    void* p = mmap(nullptr, kArenaBytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    g_arena_lo = g_bump = reinterpret_cast<uintptr_t>(p);
+    g_arena_hi = g_arena_lo + kArenaBytes;
+  }
+  const size_t span = span_of(n);
+  uintptr_t at;
+  if (g_bump + span <= g_arena_hi) {
+    at = g_bump;
+    g_bump += span;
+  } else {
+    auto it = g_free_spans.lower_bound(span);
+    if (it == g_free_spans.end()) return nullptr;
+    at = it->second;
+    if (it->first > span) g_free_spans.emplace(it->first - span, at + span);
+    g_free_spans.erase(it);
+  }
+  void* p = reinterpret_cast<void*>(at);
+  if (mprotect(p, span - kGuard, PROT_READ | PROT_WRITE) != 0) return nullptr;
+#if defined(__SANITIZE_ADDRESS__)
+  // AddressSanitizer sees overruns into the page's tail, as with a heap block of the exact size.
+  ASAN_POISON_MEMORY_REGION(static_cast<char*>(p) + n, span - kGuard - n);
+#endif
+  return p;
+}
+
+void arena_free(void* p, size_t n) {
+  const size_t span = span_of(n);
+#if defined(__SANITIZE_ADDRESS__)
+  ASAN_UNPOISON_MEMORY_REGION(p, span - kGuard);
+#endif
+  madvise(p, span - kGuard, MADV_DONTNEED);
+  mprotect(p, span - kGuard, PROT_NONE);
+  g_free_spans.emplace(span, reinterpret_cast<uintptr_t>(p));
+  san_device_freed(reinterpret_cast<uintptr_t>(p), span);
+}
 
 struct Alloc {
   size_t size;
@@ -26,8 +86,12 @@ cudaError_t alloc(void** p, size_t n, MemKind kind) {
   if (cudaError_t e = forbid_in_capture()) return e;
   if (kind == MemKind::Device && g_device_bytes + n > kDeviceMemory) return set_error(cudaErrorMemoryAllocation);
   void* mem = nullptr;
-  // posix_memalign keeps the exact size visible to AddressSanitizer; CUDA aligns to 256 bytes.
-  if (posix_memalign(&mem, 256, std::max<size_t>(n, 1)) != 0) return set_error(cudaErrorMemoryAllocation);
+  if (kind == MemKind::Device) {
+    mem = arena_alloc(n);
+    if (!mem) return set_error(cudaErrorMemoryAllocation);
+  } else if (posix_memalign(&mem, 256, std::max<size_t>(n, 1)) != 0) {
+    return set_error(cudaErrorMemoryAllocation);
+  }
   std::memset(mem, 0xFF, n);  // poison: reading memory nobody wrote shows up as NaN
   g_allocs[reinterpret_cast<uintptr_t>(mem)] = Alloc{n, kind};
   if (kind == MemKind::Device) g_device_bytes += n;
@@ -42,9 +106,14 @@ cudaError_t release(void* p, MemKind kind) {
   drain();  // cudaFree synchronises the device
   auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == g_allocs.end() || it->second.kind != kind) return set_error(cudaErrorInvalidValue);
-  if (kind == MemKind::Device) g_device_bytes -= it->second.size;
+  const size_t n = it->second.size;
   g_allocs.erase(it);
-  std::free(p);
+  if (kind == MemKind::Device) {
+    g_device_bytes -= n;
+    arena_free(p, n);
+  } else {
+    std::free(p);
+  }
   return cudaSuccess;
 }
 
@@ -91,6 +160,34 @@ MemKind classify(const void* p, size_t n, bool* ok) {
 }
 
 size_t device_bytes_in_use() { return g_device_bytes; }
+
+bool device_allocation_of(uintptr_t a, size_t n, uintptr_t* lo, uintptr_t* hi) {
+  auto it = g_allocs.upper_bound(a);
+  if (it == g_allocs.begin()) return false;
+  --it;
+  if (it->second.kind != MemKind::Device || a + n > it->first + it->second.size) return false;
+  *lo = it->first, *hi = it->first + it->second.size;
+  return true;
+}
+
+std::string nearest_device_allocation(uintptr_t a) {
+  const Alloc* best = nullptr;
+  uintptr_t start = 0, dist = ~uintptr_t{0};
+  for (const auto& [lo, al] : g_allocs) {
+    if (al.kind != MemKind::Device) continue;
+    const uintptr_t d = a < lo ? lo - a : a >= lo + al.size ? a - (lo + al.size) + 1 : 0;
+    if (d < dist) dist = d, best = &al, start = lo;
+  }
+  if (!best) return "no live device allocation";
+  char buf[200];
+  if (a < start)
+    std::snprintf(buf, sizeof buf, "%llu bytes before the allocation [0x%llx, +%zu)", (unsigned long long)(start - a),
+                  (unsigned long long)start, best->size);
+  else
+    std::snprintf(buf, sizeof buf, "%llu bytes past the end of the allocation [0x%llx, +%zu)",
+                  (unsigned long long)(a - start - best->size), (unsigned long long)start, best->size);
+  return buf;
+}
 
 }  // namespace simt::detail
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "simt/runtime_internal.h"
+#include "simt/sanitizer.h"
 
 namespace ctx = boost::context;
 
@@ -78,6 +79,27 @@ struct Thread {
   State state = State::Ready;
   const char* file = "";
   int line = 0;
+  // How often it passed each barrier site (the first kSites distinct file:line).
+  static constexpr int kSites = 8;
+  struct Site {
+    const char* file;
+    int line;
+    unsigned passed;
+  } sites[kSites];
+  int nsites = 0;
+  unsigned passed_at(const char* f, int l) const {
+    for (int i = 0; i < nsites; ++i)
+      if (sites[i].line == l && std::strcmp(sites[i].file, f) == 0) return sites[i].passed;
+    return 0;
+  }
+  void pass(const char* f, int l) {
+    for (int i = 0; i < nsites; ++i)
+      if (sites[i].line == l && std::strcmp(sites[i].file, f) == 0) {
+        ++sites[i].passed;
+        return;
+      }
+    if (nsites < kSites) sites[nsites++] = Site{f, l, 1};
+  }
   WarpOp op = WarpOp::Sync;  // pending collective
   unsigned mask = 0;
   uint64_t value = 0, result = 0;
@@ -125,10 +147,17 @@ std::string state_of(const Thread& t) {
   return "?";
 }
 [[noreturn]] void block_fatal(const std::string& what, bool list_all) {
+  san_leave();
   std::string r = what + "\n";
+  size_t listed = 0, more = 0;
   for (const Thread& t : g_block.threads)
-    if (list_all ? t.state != State::Done : (t.state == State::Barrier))
-      r += "    " + where(t) + ": " + state_of(t) + "\n";
+    if (list_all ? t.state != State::Done : (t.state == State::Barrier)) {
+      if (listed++ < 16)
+        r += "    " + where(t) + ": " + state_of(t) + "\n";
+      else
+        ++more;
+    }
+  if (more) r += "    ... and " + std::to_string(more) + " more threads\n";
   fatal(r);
 }
 
@@ -138,6 +167,11 @@ void yield_to_scheduler() {
   t->sched = std::move(t->sched).resume();
 }
 
+// Every thread of a block must pass the same sequence of barriers: all waiters at one place,
+// and no thread that exited after passing this barrier site fewer times than the others now do
+// (a loop around the barrier whose trip count depends on the thread). A thread that exits
+// before it ever reaches the site is not waited for (sm_70+: a barrier waits for the threads that
+// have not exited), so the early-exit idiom `if (i >= n) return;` ahead of a barrier is accepted.
 void release_barrier() {
   const Thread* first = nullptr;
   for (const Thread& t : g_block.threads) {
@@ -147,9 +181,20 @@ void release_barrier() {
     else if (t.line != first->line || std::strcmp(t.file, first->file) != 0)
       block_fatal("__syncthreads() reached from different places in one block", false);
   }
+  const unsigned n = first->passed_at(first->file, first->line) + 1;
+  for (const Thread& t : g_block.threads) {
+    const unsigned c = t.state == State::Done ? t.passed_at(first->file, first->line) : 0;
+    if (c > 0 && c < n)
+      block_fatal("barrier divergence: " + where(t) + " passed the __syncthreads() at " + first->file + ":" +
+                      std::to_string(first->line) + " " + std::to_string(c) +
+                      " times and exited, while the other threads of its block reach it a time #" + std::to_string(n) +
+                      " (a barrier inside a loop whose trip count depends on the thread is undefined)",
+                  false);
+  }
   for (Thread& t : g_block.threads)
-    if (t.state == State::Barrier) t.state = State::Ready;
+    if (t.state == State::Barrier) t.state = State::Ready, t.pass(t.file, t.line);
   g_block.at_barrier = 0;
+  san_barrier_released();
 }
 
 // A lane exited: any lane still waiting for it in a collective can never be released.
@@ -201,6 +246,7 @@ void complete_collective(Thread& t) {
       u.result = (mask >> src) & 1u ? lanes[src].value : ~0ull;
     u.state = State::Ready;
   }
+  san_collective(t.warp, mask);
 }
 
 uint64_t g_launches = 0;
@@ -208,6 +254,7 @@ uint64_t g_launches = 0;
 }  // namespace
 
 uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line) {
+  san_leave();
   Thread& t = *g_block.current;
   t.op = op, t.mask = mask, t.value = value, t.arg = arg, t.width = width, t.file = file, t.line = line;
   t.state = State::Warp;
@@ -238,6 +285,7 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
 }
 
 void syncthreads(const char* file, int line) {
+  san_leave();
   Thread& t = *g_block.current;
   t.state = State::Barrier, t.file = file, t.line = line;
   ++g_block.at_barrier;
@@ -261,20 +309,24 @@ void run_kernel(const KernelLaunch& k) {
   B.threads.clear();
   B.threads.resize(nthreads);
   B.smem.assign(k.smem, 0xFF);
+  san_launch_begin(k);
   std::vector<unsigned> runnable;
   runnable.reserve(nthreads);
   for (size_t b : order) {
     const uint3 bidx{unsigned(b % k.grid.x), unsigned(b / k.grid.x % k.grid.y),
                      unsigned(b / (size_t(k.grid.x) * k.grid.y))};
     std::fill(B.smem.begin(), B.smem.end(), 0xFF);
+    poison_static_shared();
+    san_block_begin(b, B.smem.data(), B.smem.size());
     for (unsigned i = 0; i < nthreads; ++i) {
       Thread& t = B.threads[i];
       t.coords =
           Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx, k.block, k.grid};
-      t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready;
+      t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready, t.nsites = 0;
       t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&t, &k](ctx::fiber&& sched) {
         t.sched = std::move(sched);
         k.body();
+        san_leave();
         t.state = State::Done;
         --g_block.live;
         check_exit(t);
@@ -292,12 +344,27 @@ void run_kernel(const KernelLaunch& k) {
         Thread& t = B.threads[i];
         B.current = &t;
         set_coords(t.coords.thread, t.coords.block, t.coords.block_dim, t.coords.grid_dim);
+        san_enter(i);
         t.fiber = std::move(t.fiber).resume();
+        san_leave();
         if (B.at_barrier > 0 && B.at_barrier == B.live) release_barrier();
       }
     }
   }
   B.current = nullptr;
+}
+
+uint64_t schedule_random() { return next_random(); }
+void yield_mid_way() { yield_to_scheduler(); }
+
+std::string thread_name(size_t block_linear, unsigned linear) {
+  const KernelLaunch& k = *g_block.k;
+  Thread t;
+  t.coords.block = uint3{unsigned(block_linear % k.grid.x), unsigned(block_linear / k.grid.x % k.grid.y),
+                         unsigned(block_linear / (size_t(k.grid.x) * k.grid.y))};
+  t.coords.thread = uint3{linear % k.block.x, linear / k.block.x % k.block.y, linear / (k.block.x * k.block.y)};
+  t.lane = linear % 32, t.warp = linear / 32;
+  return where(t);
 }
 
 }  // namespace detail

@@ -19,10 +19,12 @@
 #include <utility>
 
 // The real headers make __shared__ empty under g++ (every thread would get its own copy).
-// Blocks run one after another, so one static copy per kernel is the block's shared memory.
-// `extern __shared__` therefore does not compile: use GRPO_DYNAMIC_SHARED (core/launch.h).
+// Blocks run one after another, so one static copy is the running block's shared memory. The ABI
+// tag marks the variable's symbol (static_shared.cpp finds them all in the executable), so the
+// scheduler poisons every one at each block start and the checks know it as shared memory.
+// `extern __shared__` does not compile: use GRPO_DYNAMIC_SHARED (core/launch.h).
 #undef __shared__
-#define __shared__ static
+#define __shared__ __attribute__((abi_tag("simt_shared"))) static
 #ifndef __launch_bounds__
 #define __launch_bounds__(...)
 #endif
@@ -36,6 +38,10 @@ namespace simt {
 // Schedule seed (env SIMT_SEED, default 1). set_seed restarts the schedule's random stream.
 uint64_t seed();
 void set_seed(uint64_t s);
+
+// The memory checks on kernel accesses (README.md; env SIMT_CHECKS=0 turns them off). Returns
+// the previous setting; for tests that read poisoned memory on purpose.
+bool set_checks(bool on);
 
 // The calling block's dynamic shared memory arena (poisoned with 0xFF bytes at block start).
 void* dynamic_shared();
@@ -113,6 +119,37 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
                          [kernel, frozen] { std::apply(kernel, *frozen); }};
   return detail::submit_kernel(std::move(k), stream);
 }
+
+namespace detail {
+
+// tools/simt_run rewrites `kernel<<<grid, block, smem, stream>>>(args)` into
+// `::simt::detail::chevron(kernel, grid, block, smem, stream)(args)`; errors go to
+// cudaGetLastError, as with <<<>>>.
+template <class... P>
+struct Chevron {
+  void (*kernel)(P...);
+  dim3 grid, block;
+  size_t smem;
+  cudaStream_t stream;
+  template <class... A>
+  void operator()(A&&... args) const {
+    (void)launch(kernel, grid, block, smem, stream, std::forward<A>(args)...);
+  }
+};
+template <class... P>
+Chevron<P...> chevron(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem = 0, cudaStream_t stream = 0) {
+  return Chevron<P...>{kernel, grid, block, smem, stream};
+}
+
+// tools/simt_run's stand-in for a file-scope `extern __shared__ T name[];`: the running block's
+// dynamic arena, read at every use.
+template <class T>
+struct DynamicShared {
+  operator T*() const { return static_cast<T*>(dynamic_shared()); }
+  T& operator[](size_t i) const { return static_cast<T*>(dynamic_shared())[i]; }
+};
+
+}  // namespace detail
 
 }  // namespace simt
 

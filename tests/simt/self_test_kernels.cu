@@ -104,7 +104,36 @@ __global__ void smem_poison_kernel(int* out) {
   if (threadIdx.x == 0) out[blockIdx.x] = all_ff;
 }
 
+// Static shared memory: each thread checks its byte, then scribbles over it.
+__global__ void static_smem_poison_kernel(int* out) {
+  __shared__ unsigned char bytes[64];
+  __shared__ int all_ff;
+  if (threadIdx.x == 0) all_ff = 1;
+  __syncthreads();
+  if (bytes[threadIdx.x] != 0xFF) atomicAnd(&all_ff, 0);
+  __syncthreads();
+  bytes[threadIdx.x] = 0;
+  if (threadIdx.x == 0) out[blockIdx.x] = all_ff;
+}
+
+__global__ void ragged_loop_kernel(float* out) {
+  __shared__ float s[64];
+  float acc = 0.f;
+  for (unsigned k = 0; k < 1 + threadIdx.x % 3; ++k) {
+    s[threadIdx.x] = float(k);
+    __syncthreads();
+    acc += s[(threadIdx.x + 1) % 64];
+    __syncthreads();
+  }
+  out[threadIdx.x] = acc;
+}
+
 }  // namespace
+
+cudaError_t static_smem_poison(int* out, int blocks) {
+  return simt::launch(static_smem_poison_kernel, blocks, 64, 0, 0, out);
+}
+cudaError_t barrier_in_ragged_loop(float* out) { return simt::launch(ragged_loop_kernel, 1, 64, 0, 0, out); }
 
 cudaError_t block_sum(const float* in, float* out, int n, int threads, int active, cudaStream_t s) {
   return simt::launch(block_sum_kernel, dim3(grpo::ceil_div(n, threads)), dim3(threads), 0, s, in, out, n, active);

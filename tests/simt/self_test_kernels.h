@@ -25,4 +25,8 @@ cudaError_t atomics(const int* values, int n, int* counts, int bins, int* maxv, 
 cudaError_t axpb(const float* x, float* out, int n, float a, float b, cudaStream_t s);
 // Dynamic shared memory: out[i] = 1 if the arena was poisoned (0xFF bytes) at block start.
 cudaError_t smem_poison(int* out, int blocks, size_t smem_bytes);
+// out[b] = 1 when block b found its static __shared__ bytes all 0xFF (64 threads per block).
+cudaError_t static_smem_poison(int* out, int blocks);
+// Planted bug: __syncthreads in a loop of 1 + threadIdx.x % 3 trips (64 threads).
+cudaError_t barrier_in_ragged_loop(float* out);
 }  // namespace simt_test

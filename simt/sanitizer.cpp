@@ -1,0 +1,401 @@
+// Checks on the memory accesses of kernels. The .cu translation units of the simt flavour are
+// compiled with GCC's -fsanitize=thread, which calls __tsan_readN/__tsan_writeN/atomic hooks
+// around every load and store; this file defines those hooks itself (no ThreadSanitizer runtime
+// is linked). Outside a kernel thread a hook returns at once (one thread-local flag). Inside one:
+//   - seeded switches: every few accesses the thread yields, so threads interleave mid-way;
+//   - global memory (the device arena, memory.cpp): an access outside every live allocation is
+//     reported; two threads of one launch touching a 4-byte word, one writing, neither atomic, and
+//     not ordered (same block: a barrier between them, or a warp collective of both) are reported;
+//   - shared memory (static __shared__ and the dynamic arena): the same race rule per byte within
+//     a block, and a read of a byte no thread of the block wrote yet.
+// Ordering: __syncthreads starts a new interval (epochs); inside one, lanes of a warp are ordered
+// by the warp collectives they complete together, tracked with a 32-entry vector clock per thread.
+// Each shadow cell keeps the last write and the last read, so a race whose other side is an older
+// read may be missed; nothing is reported that did not happen.
+#include <cxxabi.h>
+#include <cerrno>
+#include <dlfcn.h>
+#include <elf.h>
+
+#include <algorithm>
+#include <array>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
+#include <vector>
+
+#include "simt/sanitizer.h"
+
+namespace simt::detail {
+namespace {
+
+// Set while a kernel thread runs (and checks are on): the only test on a host thread's path.
+__attribute__((tls_model("initial-exec"))) thread_local bool t_active = false;
+
+int g_checks = -1;  // -1: not read from SIMT_CHECKS yet
+bool checks_on() {
+  if (g_checks < 0) {
+    const char* e = std::getenv("SIMT_CHECKS");
+    g_checks = e && std::strcmp(e, "0") == 0 ? 0 : 1;
+  }
+  return g_checks != 0;
+}
+
+// One recorded access. epoch 0 means none.
+struct Access {
+  uint32_t epoch = 0, tid = 0, clock = 0, mask = 0;  // mask: bytes of the word (global) or 1 (shared)
+  const void* pc = nullptr;
+};
+struct SharedCell {  // one byte of shared memory
+  Access w, r;
+  uint32_t written = 0;  // block epoch of the first write in the running block
+};
+struct GlobalCell {  // one 4-byte word of the device arena
+  Access w, r;
+};
+
+// ---- the launch and block being run ----
+const KernelLaunch* g_k = nullptr;
+size_t g_nthreads = 0, g_block = 0;
+uint32_t g_epoch = 0;                        // bumped at every launch, block and barrier: the current interval
+uint32_t g_launch_epoch = 0;                 // first epoch of the running launch
+uint32_t g_block_epoch = 0;                  // first epoch of the running block
+unsigned g_cur = 0;                          // linear index of the running thread
+std::vector<std::array<uint32_t, 32>> g_vc;  // per thread: the clocks of its warp's lanes it has seen
+unsigned g_countdown = 1;                    // accesses until the next seeded switch
+
+// ---- shared memory: static ranges then the dynamic arena, one flat shadow ----
+struct Span {
+  uintptr_t lo, hi;
+  size_t shadow;  // index of lo's cell
+  const char* what;
+};
+std::vector<Span> g_static_spans, g_spans;  // g_spans: the static ones plus this block's dynamic arena
+bool g_static_found = false;
+size_t g_static_cells = 0;
+// Bounding boxes of the static variables and of the dynamic arena: the fast test in access().
+uintptr_t g_static_lo = 0, g_static_hi = 0, g_dyn_lo = 0, g_dyn_hi = 0;
+std::vector<SharedCell> g_sshadow;
+
+// ---- global memory shadow: one cell per 4-byte word of the arena, mapped on demand ----
+GlobalCell* g_gshadow = nullptr;
+
+uint32_t global_tid(unsigned linear) { return static_cast<uint32_t>(g_block * g_nthreads + linear); }
+
+std::string who(uint32_t tid) { return thread_name(tid / g_nthreads, static_cast<unsigned>(tid % g_nthreads)); }
+
+[[noreturn]] void report(const std::string& what, const Access& now, const char* now_kind, const Access* before,
+                         const char* before_kind, const char* hint) {
+  t_active = false;
+  std::string r = what + " in kernel " + describe_code(g_k->func) + "\n";
+  r += std::string("    ") + now_kind + " by " + who(now.tid) + "\n        at " + describe_code(now.pc) + "\n";
+  if (before)
+    r += std::string("    ") + before_kind + " by " + who(before->tid) + "\n        at " + describe_code(before->pc) +
+         "\n";
+  if (hint) r += std::string("    ") + hint;
+  fatal(r);
+}
+
+// Was `old` (same launch) ordered before the running thread's access?
+bool ordered(const Access& old) {
+  if (old.epoch < g_block_epoch) return false;  // another block of this launch: never ordered
+  if (old.epoch != g_epoch) return true;        // this block, before a barrier
+  const unsigned other = old.tid % g_nthreads;
+  if (other / 32 != g_cur / 32) return false;
+  return g_vc[g_cur][other % 32] >= old.clock;
+}
+
+Access now_access(uint32_t mask, const void* pc) {
+  Access a;
+  a.epoch = g_epoch, a.tid = global_tid(g_cur), a.clock = g_vc[g_cur][g_cur % 32], a.mask = mask, a.pc = pc;
+  return a;
+}
+
+bool conflicts(const Access& old, const Access& now) {
+  return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask) && !ordered(old);
+}
+// Shared memory belongs to the block: only this block's current interval can conflict.
+bool conflicts_shared(const Access& old, const Access& now) {
+  return old.epoch == g_epoch && old.tid != now.tid && !ordered(old);
+}
+
+std::string where_global(uintptr_t a, size_t n, bool write) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s of %zu bytes at 0x%" PRIxPTR, write ? "write" : "read", n, a);
+  return buf;
+}
+
+void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* pc) {
+  static uintptr_t c_lo = 1, c_hi = 0;  // the allocation of the previous access
+  if (a < c_lo || a + n > c_hi) {
+    if (!device_allocation_of(a, n, &c_lo, &c_hi)) {
+      c_lo = 1, c_hi = 0;
+      Access now = now_access(0, pc);
+      report("out-of-bounds global memory access: " + where_global(a, n, write) + ", " + nearest_device_allocation(a),
+             now, write ? "write" : "read", nullptr, nullptr, nullptr);
+    }
+  }
+  if (atomic) return;
+  if (!g_gshadow) {
+    const size_t bytes = (g_arena_hi - g_arena_lo) / 4 * sizeof(GlobalCell);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      fatal("cannot reserve " + std::to_string(bytes >> 30) +
+            " GiB of address space for the shadow of device memory (" + std::strerror(errno) +
+            "); SIMT_CHECKS=0 runs without the checks");
+    g_gshadow = static_cast<GlobalCell*>(p);
+  }
+  for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
+    const uintptr_t b0 = std::max(w, a), b1 = std::min(w + 4, a + n);
+    const uint32_t mask = ((1u << (b1 - b0)) - 1) << (b0 - w);
+    GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
+    const Access now = now_access(mask, pc);
+    const char* hint =
+        "threads of different blocks are never ordered within one launch; threads of one block "
+        "are ordered by __syncthreads, lanes of a warp by a warp collective of both\n";
+    if (conflicts(c.w, now))
+      report("data race on global memory: " + where_global(a, n, write), now, write ? "write" : "read", &c.w,
+             "earlier write", hint);
+    if (write) {
+      if (conflicts(c.r, now))
+        report("data race on global memory: " + where_global(a, n, write), now, "write", &c.r, "earlier read", hint);
+      c.w = now;
+    } else {
+      c.r = now;
+    }
+  }
+}
+
+std::string demangled(const char* name) {
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : name;
+  std::free(d);
+  return out;
+}
+
+const Span* shared_span(uintptr_t a) {
+  for (const Span& s : g_spans)
+    if (a >= s.lo && a < s.hi) return &s;
+  return nullptr;
+}
+
+void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, const void* pc) {
+  for (uintptr_t b = a; b < a + n; ++b) {
+    const Span* s = shared_span(b);
+    if (!s) continue;
+    SharedCell& c = g_sshadow[s->shadow + (b - s->lo)];
+    const Access now = now_access(1, pc);
+    const std::string buf = std::string(write && !read  ? "write"
+                                        : read && write ? "update"
+                                                        : "read") +
+                            " of " + std::to_string(n) + " bytes at " + demangled(s->what) + " + " +
+                            std::to_string(b - s->lo);
+    if (read && c.written != g_block_epoch)
+      report(std::string("shared memory read before any thread of this block wrote it: ") + buf, now, "read", nullptr,
+             nullptr, "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
+    if (!atomic) {
+      const char* hint =
+          "threads of a block are ordered by __syncthreads, lanes of a warp by a warp collective "
+          "of both (__syncwarp)\n";
+      if (conflicts_shared(c.w, now))
+        report(std::string("data race on shared memory: ") + buf, now, write ? "write" : "read", &c.w, "earlier write",
+               hint);
+      if (write && conflicts_shared(c.r, now))
+        report(std::string("data race on shared memory: ") + buf, now, "write", &c.r, "earlier read", hint);
+    }
+    if (write) c.w = now, c.written = g_block_epoch;
+    if (read && !write) c.r = now;
+  }
+}
+
+inline void access(const void* p, size_t n, bool read, bool write, bool atomic, const void* pc) {
+  if (__builtin_expect(!t_active, 1)) return;
+  if (--g_countdown == 0) {
+    g_countdown = 1 + static_cast<unsigned>(schedule_random() % 64);
+    t_active = false;
+    yield_mid_way();
+  }
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (a >= g_arena_lo && a < g_arena_hi)
+    global_access(a, n, write, atomic, pc);
+  else if ((a < g_static_hi && a + n > g_static_lo) || (a < g_dyn_hi && a + n > g_dyn_lo))
+    shared_access(a, n, read, write, atomic, pc);
+}
+
+}  // namespace
+
+void san_launch_begin(const KernelLaunch& k) {
+  g_k = &k;
+  g_nthreads = size_t(k.block.x) * k.block.y * k.block.z;
+  g_launch_epoch = ++g_epoch;
+  g_vc.assign(g_nthreads, {});
+  if (!g_static_found) {
+    g_static_found = true;
+    g_static_lo = ~uintptr_t{0};
+    for (const SharedRange& r : static_shared_ranges()) {
+      g_static_spans.push_back(Span{r.lo, r.hi, g_static_cells, r.name.c_str()});
+      g_static_cells += r.hi - r.lo;
+      g_static_lo = std::min(g_static_lo, r.lo), g_static_hi = std::max(g_static_hi, r.hi);
+    }
+  }
+}
+
+void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) {
+  g_block = block_linear;
+  g_block_epoch = ++g_epoch;
+  // Each lane's own clock starts at 1: an access is ordered before another lane's only once a
+  // collective of both raised that lane's view of it.
+  for (size_t i = 0; i < g_vc.size(); ++i) g_vc[i].fill(0), g_vc[i][i % 32] = 1;
+  g_spans = g_static_spans;
+  g_dyn_lo = g_dyn_hi = 0;
+  if (dyn_bytes > 0) {
+    g_dyn_lo = reinterpret_cast<uintptr_t>(dyn), g_dyn_hi = g_dyn_lo + dyn_bytes;
+    g_spans.push_back(Span{g_dyn_lo, g_dyn_hi, g_static_cells, "dynamic shared memory"});
+  }
+  if (g_sshadow.size() < g_static_cells + dyn_bytes) g_sshadow.resize(g_static_cells + dyn_bytes);
+}
+
+void san_barrier_released() { ++g_epoch; }
+
+void san_collective(unsigned warp, unsigned mask) {
+  std::array<uint32_t, 32> join{};
+  for (unsigned j = 0; j < 32; ++j)
+    if ((mask >> j) & 1u)
+      for (unsigned l = 0; l < 32; ++l) join[l] = std::max(join[l], g_vc[warp * 32 + j][l]);
+  for (unsigned j = 0; j < 32; ++j)
+    if ((mask >> j) & 1u) {
+      g_vc[warp * 32 + j] = join;
+      ++g_vc[warp * 32 + j][j];
+    }
+}
+
+void san_enter(unsigned linear) {
+  g_cur = linear;
+  t_active = checks_on();
+}
+void san_leave() { t_active = false; }
+
+void san_device_freed(uintptr_t lo, size_t n) {
+  if (g_gshadow) madvise(&g_gshadow[(lo - g_arena_lo) / 4], n / 4 * sizeof(GlobalCell), MADV_DONTNEED);
+}
+
+std::string describe_code(const void* pc) {
+  Dl_info info{};
+  char raw[40];
+  std::snprintf(raw, sizeof raw, "%p", pc);
+  if (!pc || !dladdr(pc, &info) || !info.dli_fbase) return raw;
+  uintptr_t addr = reinterpret_cast<uintptr_t>(pc);
+  if (reinterpret_cast<const Elf64_Ehdr*>(info.dli_fbase)->e_type == ET_DYN)
+    addr -= reinterpret_cast<uintptr_t>(info.dli_fbase);
+  const char* file = info.dli_fname && *info.dli_fname ? info.dli_fname : "/proc/self/exe";
+  char cmd[600];
+  std::snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%" PRIxPTR " 2>/dev/null", file, addr);
+  std::FILE* p = popen(cmd, "r");
+  if (!p) return raw;
+  std::vector<std::string> lines;
+  char line[1024];
+  while (std::fgets(line, sizeof line, p)) {
+    std::string s(line);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    lines.push_back(s);
+  }
+  pclose(p);
+  if (lines.size() < 2 || lines[1].rfind("??", 0) == 0) return std::string(raw) + (lines.empty() ? "" : " " + lines[0]);
+  // Pairs of (function, file:line), innermost inlined frame first.
+  std::string out = lines[1] + " (" + lines[0] + ")";
+  for (size_t i = 2; i + 1 < lines.size(); i += 2)
+    out += "\n          inlined into " + lines[i + 1] + " (" + lines[i] + ")";
+  return out;
+}
+
+}  // namespace simt::detail
+
+bool simt::set_checks(bool on) {
+  const bool was = detail::checks_on();
+  detail::g_checks = on;
+  return was;
+}
+
+// ---- the hooks GCC's -fsanitize=thread instrumentation calls ----
+using simt::detail::access;
+#define SIMT_PC_ (static_cast<const char*>(__builtin_return_address(0)) - 1)
+#define SIMT_RW_(N)                                                                                 \
+  extern "C" void __tsan_read##N(void* p) { access(p, N, true, false, false, SIMT_PC_); }           \
+  extern "C" void __tsan_write##N(void* p) { access(p, N, false, true, false, SIMT_PC_); }          \
+  extern "C" void __tsan_unaligned_read##N(void* p) { access(p, N, true, false, false, SIMT_PC_); } \
+  extern "C" void __tsan_unaligned_write##N(void* p) { access(p, N, false, true, false, SIMT_PC_); }
+SIMT_RW_(1)
+SIMT_RW_(2)
+SIMT_RW_(4)
+SIMT_RW_(8)
+SIMT_RW_(16)
+#undef SIMT_RW_
+extern "C" void __tsan_read_range(void* p, unsigned long n) { access(p, n, true, false, false, SIMT_PC_); }
+extern "C" void __tsan_write_range(void* p, unsigned long n) { access(p, n, false, true, false, SIMT_PC_); }
+extern "C" void __tsan_init() {}
+extern "C" void __tsan_func_entry(void*) {}
+extern "C" void __tsan_func_exit() {}
+extern "C" void __tsan_vptr_update(void**, void*) {}
+extern "C" void __tsan_vptr_read(void**) {}
+extern "C" void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+extern "C" void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+// Atomics: the hook performs the operation (sequentially consistent) after the checks.
+#define SIMT_ATOMICS_(N, T)                                                                       \
+  extern "C" T __tsan_atomic##N##_load(const volatile T* a, int) {                                \
+    access(const_cast<T*>(a), sizeof(T), true, false, true, SIMT_PC_);                            \
+    return __atomic_load_n(a, __ATOMIC_SEQ_CST);                                                  \
+  }                                                                                               \
+  extern "C" void __tsan_atomic##N##_store(volatile T* a, T v, int) {                             \
+    access(const_cast<T*>(a), sizeof(T), false, true, true, SIMT_PC_);                            \
+    __atomic_store_n(a, v, __ATOMIC_SEQ_CST);                                                     \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_exchange(volatile T* a, T v, int) {                             \
+    access(const_cast<T*>(a), sizeof(T), false, true, true, SIMT_PC_);                            \
+    return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST);                                           \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_fetch_add(volatile T* a, T v, int) {                            \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_fetch_sub(volatile T* a, T v, int) {                            \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_fetch_and(volatile T* a, T v, int) {                            \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_fetch_or(volatile T* a, T v, int) {                             \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST);                                             \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_fetch_xor(volatile T* a, T v, int) {                            \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST);                                            \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_fetch_nand(volatile T* a, T v, int) {                           \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_fetch_nand(a, v, __ATOMIC_SEQ_CST);                                           \
+  }                                                                                               \
+  extern "C" int __tsan_atomic##N##_compare_exchange_strong(volatile T* a, T* c, T v, int, int) { \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+  }                                                                                               \
+  extern "C" int __tsan_atomic##N##_compare_exchange_weak(volatile T* a, T* c, T v, int, int) {   \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    return __atomic_compare_exchange_n(a, c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);       \
+  }                                                                                               \
+  extern "C" T __tsan_atomic##N##_compare_exchange_val(volatile T* a, T c, T v, int, int) {       \
+    access(const_cast<T*>(a), sizeof(T), true, true, true, SIMT_PC_);                             \
+    __atomic_compare_exchange_n(a, &c, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);             \
+    return c;                                                                                     \
+  }
+SIMT_ATOMICS_(8, uint8_t)
+SIMT_ATOMICS_(16, uint16_t)
+SIMT_ATOMICS_(32, uint32_t)
+SIMT_ATOMICS_(64, uint64_t)
+#undef SIMT_ATOMICS_

@@ -1,0 +1,48 @@
+// The emulator's checks on kernel memory accesses (sanitizer.cpp), fed by the __tsan_* hooks
+// that GCC's -fsanitize=thread instrumentation calls in every .cu translation unit, and by the
+// scheduler (launch, block, barrier and warp-collective events). Internal to simt/.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simt/runtime_internal.h"
+
+namespace simt::detail {
+
+// A static __shared__ variable of the executable (static_shared.cpp).
+struct SharedRange {
+  uintptr_t lo, hi;
+  std::string name;  // mangled
+};
+const std::vector<SharedRange>& static_shared_ranges();  // sorted by address
+void poison_static_shared();                             // 0xFF into every one
+
+// Scheduler events. Threads are named by their linear index in the block.
+void san_launch_begin(const KernelLaunch& k);
+void san_block_begin(size_t block_linear, unsigned char* dyn_smem, size_t dyn_bytes);
+void san_barrier_released();                        // every live thread of the block passed one barrier
+void san_collective(unsigned warp, unsigned mask);  // lanes of mask completed a warp collective
+// The checks see accesses only between san_enter (a kernel thread is about to run) and
+// san_leave (it stopped); emulator code running on a fiber calls san_leave first.
+void san_enter(unsigned linear);
+void san_leave();
+
+// Scheduler services the checks use (scheduler.cpp).
+uint64_t schedule_random();
+void yield_mid_way();  // the running thread stays runnable; others may run first
+std::string thread_name(size_t block_linear, unsigned linear);  // "block (x,y,z) thread (x,y,z) [warp w lane l]"
+
+// Device allocations (memory.cpp): the live one containing [a, a+n) (false when none does),
+// and a description of the allocation nearest to a, for reports.
+bool device_allocation_of(uintptr_t a, size_t n, uintptr_t* lo, uintptr_t* hi);
+std::string nearest_device_allocation(uintptr_t a);
+// The address range device allocations come from (memory.cpp): anything in it is global memory.
+extern uintptr_t g_arena_lo, g_arena_hi;
+void san_device_freed(uintptr_t lo, size_t n);  // forget the checks' records of a freed range
+
+// file:line (function) for a code address, through addr2line; the raw address when unknown.
+std::string describe_code(const void* pc);
+
+}  // namespace simt::detail
