@@ -128,7 +128,19 @@ __global__ void ragged_loop_kernel(float* out) {
   out[threadIdx.x] = acc;
 }
 
+// Two tickets per thread from one counter; a thread that ran from start to end without a switch
+// holds consecutive tickets.
+__global__ void tickets_kernel(unsigned* counter, unsigned* first, unsigned* second) {
+  const unsigned t = threadIdx.x;
+  first[t] = atomicAdd(counter, 1u);
+  second[t] = atomicAdd(counter, 1u);
+}
+
 }  // namespace
+
+cudaError_t tickets(unsigned* counter, unsigned* first, unsigned* second, int threads) {
+  return simt::launch(tickets_kernel, 1, threads, 0, 0, counter, first, second);
+}
 
 cudaError_t static_smem_poison(int* out, int blocks) {
   return simt::launch(static_smem_poison_kernel, blocks, 64, 0, 0, out);

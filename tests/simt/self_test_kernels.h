@@ -27,6 +27,8 @@ cudaError_t axpb(const float* x, float* out, int n, float a, float b, cudaStream
 cudaError_t smem_poison(int* out, int blocks, size_t smem_bytes);
 // out[b] = 1 when block b found its static __shared__ bytes all 0xFF (64 threads per block).
 cudaError_t static_smem_poison(int* out, int blocks);
+// Each thread takes two tickets (atomicAdd on *counter) into first[t] and second[t].
+cudaError_t tickets(unsigned* counter, unsigned* first, unsigned* second, int threads);
 // Planted bug: __syncthreads in a loop of 1 + threadIdx.x % 3 trips (64 threads).
 cudaError_t barrier_in_ragged_loop(float* out);
 }  // namespace simt_test

@@ -30,6 +30,12 @@ std::vector<int> random_ints(size_t n, uint64_t seed, int lo, int hi) {
 }
 
 // Restores the schedule seed when a test that sets it ends.
+// The memory checks off for a scope (they also stop the seeded switches at memory accesses).
+struct ChecksOff {
+  bool was = simt::set_checks(false);
+  ~ChecksOff() { simt::set_checks(was); }
+};
+
 struct SeedGuard {
   uint64_t saved = simt::seed();
   ~SeedGuard() { simt::set_seed(saved); }
@@ -74,6 +80,23 @@ TEST(SimtBarrier, MissingBarrierIsReportedCorrectKernelRunsCleanForAllSeeds) {
       "shared memory(.|\n)*block_sum_racy_kernel(.|\n)*SIMT_SEED=");
 }
 
+// With no barrier or warp op, threads still switch at instrumented memory accesses (seeded), so
+// some thread's two tickets are not consecutive; without the checks nothing switches mid-way.
+TEST(SimtScheduler, ThreadsInterleaveMidWayAtMemoryAccesses) {
+  const int threads = 64;
+  auto interleaved = [&] {
+    DeviceBuffer<unsigned> counter(std::vector<unsigned>(1, 0u)), first(threads), second(threads);
+    EXPECT_EQ(simt_test::tickets(counter.get(), first.get(), second.get(), threads), cudaSuccess);
+    const auto a = first.download(), b = second.download();
+    int split = 0;
+    for (int t = 0; t < threads; ++t) split += b[t] != a[t] + 1;
+    return split;
+  };
+  EXPECT_GT(interleaved(), 0);
+  ChecksOff off;
+  EXPECT_EQ(interleaved(), 0);
+}
+
 TEST(SimtBarrier, BarrierInThreadDependentLoopAborts) {
   EXPECT_DEATH(
       {
@@ -96,11 +119,6 @@ TEST(SimtBarrier, BarrierReachedFromTwoPlacesAborts) {
 
 // These kernels read shared memory nobody wrote on purpose: the checks, which report exactly
 // that, are off while they run.
-struct ChecksOff {
-  bool was = simt::set_checks(false);
-  ~ChecksOff() { simt::set_checks(was); }
-};
-
 TEST(SimtSharedMemory, DynamicArenaPoisonedAtEveryBlockStart) {
   ChecksOff off;
   DeviceBuffer<int> out(std::vector<int>(5, -1));
