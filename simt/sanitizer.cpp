@@ -10,8 +10,9 @@
 //     a block, and a read of a byte no thread of the block wrote yet.
 // Ordering: __syncthreads starts a new interval (epochs); inside one, lanes of a warp are ordered
 // by the warp collectives they complete together, tracked with a 32-entry vector clock per thread.
-// Each shadow cell keeps the last write and the last read, so a race whose other side is an older
-// read may be missed; nothing is reported that did not happen.
+// Each shadow cell keeps the last write and the last read (shared memory: also the last read by
+// another warp), so a race whose other side is an older read may be missed; nothing is reported
+// that did not happen.
 #include <cxxabi.h>
 #include <cerrno>
 #include <dlfcn.h>
@@ -49,7 +50,9 @@ struct Access {
   const void* pc = nullptr;
 };
 struct SharedCell {  // one byte of shared memory
-  Access w, r;
+  // The last read, and the last one before it by another warp: a later write by any thread
+  // then conflicts with at least one of them if reads came from two warps.
+  Access w, r, r_other;
   uint32_t written = 0;  // block epoch of the first write in the running block
 };
 struct GlobalCell {  // one 4-byte word of the device arena
@@ -205,9 +208,14 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
                hint);
       if (write && conflicts_shared(c.r, now))
         report(std::string("data race on shared memory: ") + buf, now, "write", &c.r, "earlier read", hint);
+      if (write && conflicts_shared(c.r_other, now))
+        report(std::string("data race on shared memory: ") + buf, now, "write", &c.r_other, "earlier read", hint);
     }
     if (write) c.w = now, c.written = g_block_epoch;
-    if (read && !write) c.r = now;
+    if (read && !write) {
+      if (c.r.epoch == g_epoch && (c.r.tid % g_nthreads) / 32 != g_cur / 32) c.r_other = c.r;
+      c.r = now;
+    }
   }
 }
 
