@@ -24,6 +24,10 @@ void TrainConfig::validate() const {
   require(std::isfinite(gamma) && gamma >= 0.f && gamma <= 1.f, "--gamma must be in [0, 1]");
   require(std::isfinite(entropy_coef) && entropy_coef >= 0.f && entropy_coef <= 10.f,
           "--entropy-coef must be in [0, 10]");
+  // No flags set these two; a checkpoint's config does.
+  require(std::isfinite(max_grad_norm) && max_grad_norm > 0.f && max_grad_norm <= 1e6f,
+          "max_grad_norm must be in (0, 1e6]");
+  require(std::isfinite(weight_decay) && weight_decay >= 0.f && weight_decay < 1.f, "weight_decay must be in [0, 1)");
   require(ppo_epochs >= 1 && ppo_epochs <= 64, "--ppo-epochs must be in [1, 64]");
   require(minibatches >= 1 && minibatches <= 64 && max_steps % minibatches == 0,
           "--minibatches must be in [1, 64] and divide --max-steps (got " + std::to_string(minibatches) + " for " +
