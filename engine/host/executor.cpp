@@ -54,9 +54,11 @@ size_t available_host_bytes() {
   return have;
 }
 
-// Refuses, before allocating anything, a configuration whose slabs and arena cannot fit.
+// Refuses, before allocating anything, a configuration that cannot fit: the four slabs and the
+// arena, and at each checkpoint the state copied out (four slabs more) and the file's bytes (three).
 const TrainConfig& fits_in_host_memory(const TrainConfig& c) {
-  const size_t need = 4 * ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float) + ArenaLayout(c).total;
+  const size_t slab = ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float);
+  const size_t need = 4 * slab + ArenaLayout(c).total + 4 * slab + 3 * slab;
   const size_t have = available_host_bytes();
   if (have > 0) require_memory(need, have, "host");
   return c;

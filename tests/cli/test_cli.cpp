@@ -84,6 +84,9 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--profile-epochs ' 1:2'", "--profile-epochs"),
         std::make_pair("--profile-epochs 1:99999999999", "--profile-epochs"),
         std::make_pair("--profile-epochs 2:1", "--profile-epochs"),
+        // --metrics must be a file this run can write: not a folder, not in a missing folder
+        // (either used to create --out before the refusal).
+        std::make_pair("--metrics /", "--metrics"), std::make_pair("--metrics /nonexistent/m.jsonl", "--metrics"),
         // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
         std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
         std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width"),
