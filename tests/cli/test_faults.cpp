@@ -196,8 +196,8 @@ TEST_F(Faults, CheckpointCutShortIsRefusedAndTheRunFolderUnchanged) {
   }
 }
 
-// A resume refused after its checkpoint was read (every check comes before the first write):
-// metrics.jsonl and the checkpoints stay byte for byte as they were.
+// A refused resume, whether for its file, its flags or its outputs (every check comes before the
+// first write): metrics.jsonl and the checkpoints stay byte for byte as they were.
 TEST_F(Faults, RefusedResumeLeavesTheRunFolderAsItWas) {
   const fs::path run = dir("run");
   train_run(run);
@@ -207,6 +207,8 @@ TEST_F(Faults, RefusedResumeLeavesTheRunFolderAsItWas) {
        {std::string("--total-epochs 2"), std::string("--total-epochs 6 --hidden-size 24"),
         "--total-epochs 6 --metrics " + run.string(), "--total-epochs 6 --metrics " + (run / "no" / "m.jsonl").string(),
         std::string("--total-epochs 6 --lr-rate nan"),
+        // The last --resume wins: a folder, and a device that never ends (read without bound once).
+        std::string("--total-epochs 6 --resume /"), std::string("--total-epochs 6 --resume /dev/zero"),
         "--total-epochs 6 --out " + (run / "final.safetensors").string()}) {
     const std::string err_file = dir("err").string();
     EXPECT_EQ(sh(kGrpo + " train --backend host --resume " + ckpt + " " + args + " >/dev/null 2>" + err_file), 2)
