@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/executor.h"
 
 namespace grpo::test {
 namespace {
@@ -217,6 +218,37 @@ TEST_F(Faults, RefusedResumeLeavesTheRunFolderAsItWas) {
     EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << args << "\n" << err;
     EXPECT_EQ(snapshot(run), before) << args;
   }
+}
+
+// A resume the executor refuses (a hidden-4096, 400-step run needs about 17 GiB; grpo runs under
+// an 8 GiB address-space limit, which the memory check honours): metrics.jsonl is not touched.
+// It used to be trimmed to the checkpoint's epochs before the executor was built.
+TEST_F(Faults, ResumeRefusedByTheExecutorLeavesTheMetricsAsTheyWere) {
+  const fs::path run = dir("big");
+  fs::create_directories(run);
+  TrainConfig c;
+  c.hidden_size = 4096;
+  c.max_steps = 400;
+  c.out_dir = run.string();
+  RunState s = initial_state(c);
+  s.scalars.epoch = 2;
+  const std::string ckpt = (run / checkpoint_file_name(2)).string();
+  save_checkpoint(ckpt, c, s, 0.f, 0);
+  std::string metrics;
+  for (int e = 0; e < 4; ++e) metrics += "{\"epoch\": " + std::to_string(e) + ", \"score\": 0.5}\n";
+  std::ofstream(run / "metrics.jsonl", std::ios::binary) << metrics;
+  const std::string err_file = dir("err").string();
+  EXPECT_EQ(sh("ulimit -v 8388608 && " + kGrpo + " train --backend host --total-epochs 5 --resume " + ckpt +
+               " >/dev/null 2>" + err_file),
+            2);
+  const std::string err = slurp(err_file);
+  EXPECT_NE(err.find("host memory"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_EQ(slurp(run / "metrics.jsonl"), metrics);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(run)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{checkpoint_file_name(2), "metrics.jsonl"}));
 }
 
 // ckpt-epoch-000002 of a hidden-24 run copied over a hidden-20 run's: the file is whole, but
