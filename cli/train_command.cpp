@@ -165,6 +165,9 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (fs::exists(out / "metrics.jsonl", ec) && !st.overwrite && !same_run)
     throw UsageError("--out " + c.out_dir +
                      " already holds a run (metrics.jsonl): choose another --out or pass --overwrite");
+  // The same for a --metrics file elsewhere: a fresh run would truncate it.
+  if (!resuming && !st.overwrite && fs::is_regular_file(c.metrics_path, ec) && fs::file_size(c.metrics_path, ec) > 0)
+    throw UsageError("--metrics " + c.metrics_path + " already holds metrics: choose another file or pass --overwrite");
   if (same_run) require_same_run(st.resume, c, out);
   if (resuming && start_epoch >= uint32_t(c.total_epochs))
     throw UsageError("--resume " + st.resume + ": the checkpoint has already run " + std::to_string(start_epoch) +

@@ -135,6 +135,28 @@ TEST(Cli, AddressSpaceLimitIsHonoured) {
   EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
 }
 
+// The CUDA executor checks the host too: each checkpoint copies the state out and builds the
+// file's bytes there (seven slabs). Hidden 8192 with one game step fits the simt build's emulated
+// device but not a 1.5 GiB address space: refused before anything is written (it ended in
+// bad_alloc, exit code 1, after creating metrics.jsonl).
+TEST(Cli, CudaExecutorChecksHostMemoryForItsCheckpoints) {
+#if !defined(GRPO_SIMT)
+  // The real CUDA runtime reserves far more address space than this limit (a 2 GiB limit hung
+  // the H100 machine): the emulator's executor stands for it.
+  GTEST_SKIP() << "runs on the simt build's emulated device only";
+#endif
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / ("grpo_cli_cudamem_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const Result r = run_grpo(
+      "train --backend cuda --hidden-size 8192 --max-steps 1 --batch-size 1 --total-epochs 1 --out " + out.string(),
+      "ulimit -v 1572864 && ");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("of host memory"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
+}
+
 // A flag value holding a newline (a path, a choice) is quoted in the error escaped, so the error
 // stays one line, whichever layer refuses it: CLI11's parser, a command's checks, the checkpoint
 // reader. printf in a command substitution puts the raw newline into the argument.

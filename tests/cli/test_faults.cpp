@@ -220,6 +220,24 @@ TEST_F(Faults, RefusedResumeLeavesTheRunFolderAsItWas) {
   }
 }
 
+// A fresh run whose --metrics names a file that holds metrics (another run's) is refused, as
+// an --out that holds a run is: it would truncate them. --overwrite allows it.
+TEST_F(Faults, FreshRunDoesNotTruncateAnotherRunsMetrics) {
+  const fs::path run = dir("run");
+  train_run(run);
+  const auto before = snapshot(run);
+  const std::string args = "train " + kTiny + " --total-epochs 1 --out " + dir("other").string() + " --metrics " +
+                           (run / "metrics.jsonl").string();
+  const std::string err_file = dir("err").string();
+  EXPECT_EQ(sh(kGrpo + " " + args + " >/dev/null 2>" + err_file), 2);
+  const std::string err = slurp(err_file);
+  EXPECT_NE(err.find("already holds metrics"), std::string::npos) << err;
+  EXPECT_EQ(snapshot(run), before);
+  EXPECT_FALSE(fs::exists(dir("other")));
+  EXPECT_EQ(sh(kGrpo + " " + args + " --overwrite >/dev/null 2>&1"), 0);
+  EXPECT_EQ(lines_of(slurp(run / "metrics.jsonl")).size(), 1u);
+}
+
 // A resume the executor refuses (a hidden-4096, 400-step run needs about 17 GiB; grpo runs under
 // an 8 GiB address-space limit, which the memory check honours): metrics.jsonl is not touched.
 // It used to be trimmed to the checkpoint's epochs before the executor was built.
