@@ -17,15 +17,17 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "Flags given explicitly override the preset")
       ->check(CLI::IsMember({"reference", "small"}))
       ->capture_default_str();
-  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")->check(CLI::Range(8, 8192))->capture_default_str();
+  app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")
+      ->check(CLI::Range(TrainConfig::kMinHidden, TrainConfig::kMaxHidden))
+      ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "replicas R of each start group (games = (W - 3) x R)")
-      ->check(CLI::Range(1, 65536))
+      ->check(CLI::Range(1, TrainConfig::kMaxBatch))
       ->capture_default_str();
   app.add_option("--total-epochs", c.total_epochs, "epochs (training steps)")
-      ->check(CLI::Range(1, (1 << 24) - 1))
+      ->check(CLI::Range(1, TrainConfig::kMaxEpochs))
       ->capture_default_str();
   app.add_option("--max-steps", c.max_steps, "game steps T per epoch")
-      ->check(CLI::Range(1, 100000))
+      ->check(CLI::Range(1, TrainConfig::kMaxSteps))
       ->capture_default_str();
   app.add_option("--lr-rate", c.lr, "initial learning rate (StepLR: x0.95 every 1000 epochs)")
       ->check(CLI::Range(1e-12, 1.0))
