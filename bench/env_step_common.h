@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "env/game_config.h"
+#include "cli/flag_checks.h"
 #include "cli/game_flags.h"
 
 namespace grpo::bench {
@@ -25,6 +26,7 @@ inline void add_env_step_options(CLI::App& app, EnvStepOptions& o) {
   app.add_option("--replicas", o.replicas, "games per start group (one run per value)")->capture_default_str();
   app.add_option("--steps", o.steps, "steps per run")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object instead of the table");
+  check_every_flag_value(app);
 }
 
 // K different random action vectors, cycled through the steps (sampling is not what is measured).

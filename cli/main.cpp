@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "cli/commands.h"
+#include "cli/flag_checks.h"
 #include "core/errors.h"
 
 int main(int argc, char** argv) {
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   commands.push_back(grpo::add_replay_command(app));
   commands.push_back(grpo::add_play_command(app));
   commands.push_back(grpo::add_eval_command(app));
+  grpo::check_every_flag_value(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -3,16 +3,19 @@
 // metrics file, a summary at the end.
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/config.h"
 #include "engine/checkpoint/resume.h"
 #include "cli/commands.h"
 #include "core/errors.h"
@@ -42,6 +45,64 @@ std::string duration(double s) {
   else
     std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
   return buf;
+}
+
+// Refuses, before anything is created or written, a place this run could not write in: the
+// nearest existing folder on the way to `p` must accept new files (not a read-only file system,
+// not a folder without write permission; access() reports EROFS even for root).
+void require_writable_folder(const std::filesystem::path& p, const std::string& what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path probe = p;
+  while (!probe.empty() && !fs::exists(probe, ec)) probe = probe.parent_path();
+  if (probe.empty()) probe = ".";
+  if (!fs::is_directory(probe, ec)) throw UsageError(what + ": " + probe.string() + " is not a folder");
+  if (::access(probe.c_str(), W_OK | X_OK) != 0)
+    throw UsageError(what + ": cannot write in " + probe.string() + ": " + std::strerror(errno));
+}
+
+// --metrics: a file (not a folder) that can be written, in the run's folder or in one that exists.
+void require_metrics_path(const TrainConfig& c) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path m(c.metrics_path);
+  const std::string what = "--metrics " + c.metrics_path;
+  const fs::file_status st = fs::status(m, ec);
+  if (fs::is_directory(st)) throw UsageError(what + " is a folder, not a file");
+  if (fs::exists(st)) {
+    if (::access(m.c_str(), W_OK) != 0) throw UsageError(what + ": cannot write: " + std::strerror(errno));
+    return;
+  }
+  const fs::path dir = m.parent_path().empty() ? fs::path(".") : m.parent_path();
+  if (!fs::is_directory(dir, ec) && fs::weakly_canonical(dir, ec) != fs::weakly_canonical(c.out_dir, ec))
+    throw UsageError(what + ": its folder " + dir.string() + " does not exist");
+  require_writable_folder(dir, what);
+}
+
+// A checkpoint copied in from another run (another network, game or algorithm) would continue
+// this folder's metrics with a different run. The folder's best.safetensors, written by every run
+// after its first epoch, says which run the folder holds; only the run's own settings may differ.
+void require_same_run(const std::string& resume, const TrainConfig& c, const std::filesystem::path& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path best = out / "best.safetensors";
+  if (!fs::exists(best, ec) || fs::equivalent(best, resume, ec)) return;
+  nlohmann::ordered_json mine = config_to_json(c), folder = config_to_json(load_checkpoint_config(best.string()));
+  for (const char* own :
+       {"total_epochs", "patience", "checkpoint_every", "backend", "use_graph", "tf32", "out_dir", "metrics_path"}) {
+    mine.erase(own);
+    folder.erase(own);
+  }
+  mine["game"].erase("win_score");
+  mine["game"].erase("fail_score");
+  folder["game"].erase("win_score");
+  folder["game"].erase("fail_score");
+  for (auto& [key, value] : mine.items()) {
+    if (folder[key] == value) continue;
+    throw UsageError("--resume " + resume + ": the run in " + out.string() + " (best.safetensors) has " + key + " " +
+                     folder[key].dump() + ", this checkpoint " + value.dump() +
+                     ": it belongs to another run (resume it with another --out)");
+  }
 }
 
 struct TrainCommandState {
@@ -94,6 +155,8 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (fs::exists(out_status) && !fs::is_directory(out_status))
     throw UsageError("--out " + c.out_dir + " is not a folder");
   ec.clear();
+  require_writable_folder(out, "--out " + c.out_dir);
+  require_metrics_path(c);
   // A resume continues the run of its own directory; anywhere else an existing run is protected.
   const bool same_run =
       resuming &&
@@ -102,6 +165,10 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (fs::exists(out / "metrics.jsonl", ec) && !st.overwrite && !same_run)
     throw UsageError("--out " + c.out_dir +
                      " already holds a run (metrics.jsonl): choose another --out or pass --overwrite");
+  // The same for a --metrics file elsewhere: a fresh run would truncate it.
+  if (!resuming && !st.overwrite && fs::is_regular_file(c.metrics_path, ec) && fs::file_size(c.metrics_path, ec) > 0)
+    throw UsageError("--metrics " + c.metrics_path + " already holds metrics: choose another file or pass --overwrite");
+  if (same_run) require_same_run(st.resume, c, out);
   if (resuming && start_epoch >= uint32_t(c.total_epochs))
     throw UsageError("--resume " + st.resume + ": the checkpoint has already run " + std::to_string(start_epoch) +
                      " epochs: pass a larger --total-epochs (now " + std::to_string(c.total_epochs) + ")");
@@ -116,6 +183,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (!metrics) throw UsageError("--metrics " + c.metrics_path + ": cannot open for writing");
 
   ex->set_state(resuming ? ck.state : initial_state(c));
+  std::vector<float>().swap(ck.state.slabs);  // the executor holds its own copy now
   const bool tty = isatty(fileno(stderr));
   std::fprintf(stderr, "grpo train: %s | hidden %d, %d games (%d groups x %d), %d steps, %d epochs, lr %g, seed %llu\n",
                ex->describe().c_str(), c.hidden_size, c.games(), c.game.groups(), c.batch_size, c.max_steps,
@@ -169,10 +237,23 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
     saver.save(checkpoint_file_name(start_epoch + (r.epochs_run)), r.best_score, r.best_epoch);
   };
   hooks.stop_requested = [] { return stop_signal() != 0; };
+  // A write that fails mid-run (a full disk, an I/O error) ends the run with exit code 1; the
+  // message says which checkpoint survives, whole, to --resume from.
+  auto survivor = [&](const std::exception& e) {
+    return std::runtime_error(
+        std::string(e.what()) + "; " +
+        (saver.last_good.empty() ? "no checkpoint was written" : "last good checkpoint: " + saver.last_good));
+  };
   install_stop_handlers();
-  const TrainResult res =
-      train_loop(c, *ex, start_epoch, resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
-                 resuming ? ck.best_epoch : 0, hooks);
+  TrainResult res;
+  try {
+    res = train_loop(c, *ex, start_epoch, resuming ? ck.best_score : -std::numeric_limits<float>::infinity(),
+                     resuming ? ck.best_epoch : 0, hooks);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw survivor(e);
+  }
   profile.finish();
   if (tty) std::fprintf(stderr, "\n");
 
@@ -187,8 +268,13 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
     return 1;
   }
   // Every epoch run is consumed here: the checkpoint's best score and epoch are exact.
-  const std::string path = saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors",
-                                      res.best_score, res.best_epoch);
+  std::string path;
+  try {
+    path = saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors", res.best_score,
+                      res.best_epoch);
+  } catch (const std::runtime_error& e) {
+    throw survivor(e);
+  }
   remove_stop_handlers();
   std::printf("checkpoint %s\n", path.c_str());
   if (res.interrupted) {

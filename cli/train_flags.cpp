@@ -1,9 +1,8 @@
 #include "cli/train_flags.h"
 
-#include <cstdio>
-
-#include "core/errors.h"
+#include "cli/flag_checks.h"
 #include "cli/game_flags.h"
+#include "core/errors.h"
 
 namespace grpo {
 
@@ -19,31 +18,25 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::IsMember({"reference", "small"}))
       ->capture_default_str();
   app.add_option("--hidden-size", c.hidden_size, "hidden width Hd")
-      ->check(plain_integer(false))
-      ->check(CLI::Range(8, 8192))
+      ->check(CLI::Range(TrainConfig::kMinHidden, TrainConfig::kMaxHidden))
       ->capture_default_str();
   app.add_option("--batch-size", c.batch_size, "replicas R of each start group (games = (W - 3) x R)")
-      ->check(plain_integer(false))
-      ->check(CLI::Range(1, 65536))
+      ->check(CLI::Range(1, TrainConfig::kMaxBatch))
       ->capture_default_str();
   app.add_option("--total-epochs", c.total_epochs, "epochs (training steps)")
-      ->check(plain_integer(false))
-      ->check(CLI::Range(1, (1 << 24) - 1))
+      ->check(CLI::Range(1, TrainConfig::kMaxEpochs))
       ->capture_default_str();
   app.add_option("--max-steps", c.max_steps, "game steps T per epoch")
-      ->check(plain_integer(false))
-      ->check(CLI::Range(1, 100000))
+      ->check(CLI::Range(1, TrainConfig::kMaxSteps))
       ->capture_default_str();
   app.add_option("--lr-rate", c.lr, "initial learning rate (StepLR: x0.95 every 1000 epochs)")
       ->check(CLI::Range(1e-12, 1.0))
       ->capture_default_str();
   app.add_option("--patience", c.patience, "stop after this many epochs without a better score (0: never)")
-      ->check(plain_integer(false))
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   app.add_option("--save-checkpoint-per-num-epoch", c.checkpoint_every,
                  "checkpoint cadence in epochs (-1: only at the end)")
-      ->check(plain_integer(true))
       ->check(CLI::Range(-1, 1 << 24) & !CLI::IsMember({0}))
       ->capture_default_str();
   app.add_option("--dropout", c.dropout, "dropout probability, active in rollout and loss pass (0: off)")
@@ -55,12 +48,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::IsMember({"reference", "grpo"}))
       ->capture_default_str();
   app.add_option("--ppo-epochs", c.ppo_epochs, "grpo: optimisation passes (AdamW updates) over each rollout")
-      ->check(plain_integer(false))
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--minibatches", c.minibatches,
                  "grpo: slices of each pass (T / B whole game steps each), one AdamW update per slice; B divides T")
-      ->check(plain_integer(false))
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   app.add_option("--clip", c.clip, "grpo: epsilon of the clipped ratio, in (0, 1)")
@@ -76,7 +67,6 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::Range(0.0, 10.0))
       ->capture_default_str();
   app.add_option("--seed", c.seed, "seed of every random stream (init, games, sampling, dropout)")
-      ->check(plain_integer(false))
       ->capture_default_str();
   app.add_option("--backend", f.backend, "auto (cuda when a GPU answers, else host), cuda or host")
       ->check(CLI::IsMember({"auto", "cuda", "host"}))
@@ -89,12 +79,14 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option_function<std::string>(
       "--profile-epochs",
       [&c](const std::string& v) {
-        int a = -1, b = -1;
-        char end = 0;
-        if (std::sscanf(v.c_str(), "%d:%d%c", &a, &b, &end) != 2 || a < 0 || b < a)
-          throw CLI::ValidationError("--profile-epochs", "expected A:B with 0 <= A <= B, got '" + v + "'");
-        c.profile_first = a;
-        c.profile_last = b;
+        const size_t colon = v.find(':');
+        const auto a = plain_decimal_count(v.substr(0, colon));
+        const auto b = colon == std::string::npos ? std::nullopt : plain_decimal_count(v.substr(colon + 1));
+        if (!a || !b || *b < *a || *b >= uint64_t(1) << 24)
+          throw CLI::ValidationError("--profile-epochs", "expected A:B with 0 <= A <= B < 16777216, got \"" +
+                                                             one_line(v.substr(0, 40)) + "\"");
+        c.profile_first = int(*a);
+        c.profile_last = int(*b);
       },
       "cuda: cudaProfilerStart/Stop around epochs A..B (0-based, inclusive; for nsys, tools/profile_nsys)");
   add_game_flags(app, c.game);

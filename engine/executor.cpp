@@ -1,6 +1,12 @@
 #include "engine/executor.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include "core/errors.h"
 #include "engine/init.h"
@@ -25,6 +31,28 @@ bool cuda_device_available(std::string* why) {
   if (why) *why = "this grpo was built without CUDA (host flavour)";
   return false;
 #endif
+}
+
+size_t available_host_bytes() {
+  size_t have = 0;
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  size_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemAvailable:") {
+      have = kib * 1024;
+      break;
+    }
+    in.ignore(1 << 10, '\n');
+  }
+  if (have == 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && page > 0) have = size_t(pages) * size_t(page);
+  }
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    have = have == 0 ? size_t(as.rlim_cur) : std::min(have, size_t(as.rlim_cur));
+  return have;
 }
 
 void require_memory(size_t need, size_t available, const char* where) {

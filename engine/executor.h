@@ -41,6 +41,9 @@ class Executor {
 // needs more than `available` bytes of `where` ("host", "device") memory; the executors call it
 // before allocating anything.
 void require_memory(size_t need, size_t available, const char* where);
+// Bytes a new host allocation can get without swapping (MemAvailable, else the physical memory),
+// no more than the process's address-space limit (ulimit -v) allows; 0 when none is known.
+size_t available_host_bytes();
 
 std::unique_ptr<Executor> make_host_executor(const TrainConfig& c);
 #if defined(GRPO_HAVE_CUDA)

@@ -15,15 +15,21 @@ void require(bool ok, const std::string& message) {
 
 void TrainConfig::validate() const {
   game.validate();
-  require(hidden_size >= 8 && hidden_size <= 8192, "--hidden-size must be in [8, 8192]");
-  require(batch_size >= 1 && batch_size <= 65536, "--batch-size must be in [1, 65536]");
-  require(total_epochs >= 1 && total_epochs < (1 << 24), "--total-epochs must be in [1, 16777215]");
-  require(max_steps >= 1 && max_steps <= 100000, "--max-steps must be in [1, 100000]");
+  auto range = [](int lo, int hi) { return "[" + std::to_string(lo) + ", " + std::to_string(hi) + "]"; };
+  require(hidden_size >= kMinHidden && hidden_size <= kMaxHidden,
+          "--hidden-size must be in " + range(kMinHidden, kMaxHidden));
+  require(batch_size >= 1 && batch_size <= kMaxBatch, "--batch-size must be in " + range(1, kMaxBatch));
+  require(total_epochs >= 1 && total_epochs <= kMaxEpochs, "--total-epochs must be in " + range(1, kMaxEpochs));
+  require(max_steps >= 1 && max_steps <= kMaxSteps, "--max-steps must be in " + range(1, kMaxSteps));
   require(std::isfinite(lr) && lr > 0.f && lr <= 1.f, "--lr-rate must be in (0, 1]");
   require(std::isfinite(dropout) && dropout >= 0.f && dropout < 1.f, "--dropout must be in [0, 1)");
   require(std::isfinite(gamma) && gamma >= 0.f && gamma <= 1.f, "--gamma must be in [0, 1]");
   require(std::isfinite(entropy_coef) && entropy_coef >= 0.f && entropy_coef <= 10.f,
           "--entropy-coef must be in [0, 10]");
+  // No flags set these two; a checkpoint's config does.
+  require(std::isfinite(max_grad_norm) && max_grad_norm > 0.f && max_grad_norm <= 1e6f,
+          "max_grad_norm must be in (0, 1e6]");
+  require(std::isfinite(weight_decay) && weight_decay >= 0.f && weight_decay < 1.f, "weight_decay must be in [0, 1)");
   require(ppo_epochs >= 1 && ppo_epochs <= 64, "--ppo-epochs must be in [1, 64]");
   require(minibatches >= 1 && minibatches <= 64 && max_steps % minibatches == 0,
           "--minibatches must be in [1, 64] and divide --max-steps (got " + std::to_string(minibatches) + " for " +

@@ -47,6 +47,11 @@ struct TrainConfig {
   int profile_first = -1;
   int profile_last = -1;
 
+  // The ranges of the sizes (README "Limits on input"); the flags and validate() share them.
+  static constexpr int kMinHidden = 8, kMaxHidden = 8192;
+  static constexpr int kMaxBatch = 65536;
+  static constexpr int kMaxSteps = 100000;
+  static constexpr int kMaxEpochs = (1 << 24) - 1;
   static constexpr int64_t kMaxGames = int64_t{1} << 24;
   int games() const { return game.groups() * batch_size; }          // N (validate() bounds it first)
   int64_t samples() const { return int64_t{max_steps} * games(); }  // M = T * N

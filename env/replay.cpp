@@ -32,6 +32,8 @@ constexpr int kMaxY = (1 << 24) - 2;  // y + 1 stays exact in float32
 
 // Document nesting allowed: the format needs 5 levels (document, steps, a step, spawn_x, a row).
 constexpr int kMaxDepth = 8;
+// Games a document may hold: the engine's own bound (TrainConfig::kMaxGames).
+constexpr size_t kMaxGames = size_t{1} << 24;
 
 std::string at(const std::string& field, size_t i) { return field + "[" + std::to_string(i) + "]"; }
 
@@ -166,14 +168,17 @@ ReplayDocument parse_replay(std::istream& in) {
   } catch (const JsonTooDeep&) {
     fail("document", "nested deeper than " + std::to_string(kMaxDepth) + " levels");
   } catch (const json::exception& e) {  // syntax, numbers beyond double, bad UTF-8
-    fail("document", std::string("not valid JSON: ") + e.what());
+    // The parser quotes the token it stopped at, which may be as long as the document.
+    std::string what = e.what();
+    if (what.size() > 160) what = what.substr(0, 160) + "...";
+    fail("document", "not valid JSON: " + what);
   }
   check_keys(doc, "document", {"game", "observations", "steps"});
   ReplayDocument r;
   if (auto it = doc.find("game"); it != doc.end()) r.cfg = parse_game(*it);
   const json& obs = required(doc, "", "observations");
   if (!obs.is_array() || obs.empty()) fail("observations", "must be a non-empty array of observation rows");
-  if (obs.size() > (1u << 24)) fail("observations", "has more than 2^24 rows");
+  if (obs.size() > kMaxGames) fail("observations", "has more than 2^24 rows (games)");
   r.n = static_cast<int>(obs.size());
   for (int g = 0; g < r.n; ++g) r.start.push_back(parse_observation(r.cfg, obs[g], at("observations", g)));
   const json& steps = required(doc, "", "steps");

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <vector>
 
 #include "engine/checkpoint/config.h"
@@ -24,8 +24,6 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 namespace {
 
 constexpr const char* kFormat = "grpo.cu checkpoint v1";
-constexpr uint64_t kMaxHeader = uint64_t{100} << 20;  // safetensors' own limit is 100 MB
-constexpr int kMaxHeaderDepth = 4;                    // the format needs 3: header, a tensor, its shape
 
 // One named tensor of the file: where it lives in a slab (slab 0 params, 2 adam m, 3 adam v).
 struct Entry {
@@ -77,6 +75,18 @@ nlohmann::ordered_json scalars_to_json(const TrainScalars& s) {
 
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
   throw UsageError("checkpoint " + path + ": " + what);
+}
+
+// A JSON array of exact non-negative integers (no fraction, no sign, none beyond 64 bits), or
+// nullopt: nlohmann's own conversion would truncate 10.9 to 10 and wrap -1.
+std::optional<std::vector<uint64_t>> exact_counts(const nlohmann::json& j) {
+  if (!j.is_array() || j.size() > 4) return std::nullopt;
+  std::vector<uint64_t> out;
+  for (const auto& v : j) {
+    if (!v.is_number_unsigned()) return std::nullopt;
+    out.push_back(v.get<uint64_t>());
+  }
+  return out;
 }
 
 TrainScalars scalars_from_json(const std::string& path, const nlohmann::json& j) {
@@ -162,30 +172,58 @@ void save_checkpoint(const std::string& path, const TrainConfig& c, const RunSta
   write_file_atomic(path, checkpoint_bytes(c, s, best_score, best_epoch));
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
+namespace {
+
+// An open checkpoint file whose header has been read and checked; the tensors are read next.
+struct OpenedCheckpoint {
+  std::string path;
+  std::ifstream in;
+  uint64_t file_size = 0, data_begin = 0;
+  nlohmann::json header;
+  Checkpoint ck;  // config, scalars and best score; no slabs yet
+
+  void read_at(uint64_t at, char* dst, uint64_t bytes) {
+    in.seekg(std::streamoff(at));
+    in.read(dst, std::streamsize(bytes));
+    if (!in || uint64_t(in.gcount()) != bytes) bad(path, "read error (the file changed or shrank while read)");
+  }
+};
+
+void open_checkpoint(const std::string& path, OpenedCheckpoint& o) {
+  o.path = path;
+  namespace fs = std::filesystem;
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) bad(path, "is a folder, not a checkpoint file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) bad(path, std::string("cannot open: ") + std::strerror(errno));
-  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) bad(path, "read error");
-  if (file.size() < 8)
-    bad(path, "truncated: " + std::to_string(file.size()) + " bytes, not even the 8-byte header length");
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) bad(path, "is a folder, not a checkpoint file");
+  o.in.open(path, std::ios::binary);
+  if (!o.in) bad(path, std::string("cannot open: ") + std::strerror(errno));
+  // Read piece by piece, each bounded before it is allocated: a device (/dev/zero) or a pipe has
+  // no size to check against and is refused.
+  if (!fs::is_regular_file(status)) bad(path, "is not a regular file");
+  const uint64_t file_size = o.file_size = fs::file_size(path, ec);
+  if (ec) bad(path, "cannot read its size: " + ec.message());
+  if (file_size < 8) bad(path, "truncated: " + std::to_string(file_size) + " bytes, not even the 8-byte header length");
+  char len[8];
+  o.read_at(0, len, 8);
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(file[i])) << (8 * i);
-  if (n > kMaxHeader || n > file.size() - 8)
-    bad(path, "bad header length " + std::to_string(n) + " (file has " + std::to_string(file.size()) +
-                  " bytes): truncated or not a safetensors file");
-  nlohmann::json h;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(len[i])) << (8 * i);
+  if (n > kMaxHeaderBytes || n > file_size - 8)
+    bad(path, "bad header length " + std::to_string(n) + " (file has " + std::to_string(file_size) +
+                  " bytes, headers up to " + std::to_string(kMaxHeaderBytes) +
+                  "): truncated or not a safetensors file");
+  std::string header_text(n, '\0');
+  o.read_at(8, header_text.data(), n);
+  nlohmann::json& h = o.header;
   try {
-    h = nlohmann::json::parse(file.begin() + 8, file.begin() + 8 + std::ptrdiff_t(n), depth_limit(kMaxHeaderDepth));
+    h = nlohmann::json::parse(header_text, depth_limit(kMaxHeaderDepth));
   } catch (const JsonTooDeep&) {
     bad(path, "the header is nested deeper than " + std::to_string(kMaxHeaderDepth) + " levels");
   } catch (const nlohmann::json::exception&) {
     bad(path, "the header is not valid JSON");
   }
+  std::string().swap(header_text);
   if (!h.is_object()) bad(path, "the header is not a JSON object");
-  const size_t data_begin = 8 + size_t(n), data_size = file.size() - data_begin;
+  o.data_begin = 8 + n;
 
   // Metadata: string values only (the format), our format tag, the config.
   const auto meta_it = h.find("__metadata__");
@@ -198,22 +236,28 @@ Checkpoint load_checkpoint(const std::string& path) {
     if (it == meta.end()) bad(path, std::string("__metadata__ has no \"") + k + "\"");
     return it->get<std::string>();
   };
+  // The config and the scalars are JSON inside a string: parsed under the same depth limit.
+  auto meta_json = [&](const char* k) {
+    try {
+      return nlohmann::json::parse(meta_str(k), depth_limit(kMaxHeaderDepth));
+    } catch (const JsonTooDeep&) {
+      bad(path, std::string("__metadata__ \"") + k + "\" is nested deeper than " + std::to_string(kMaxHeaderDepth) +
+                    " levels");
+    } catch (const nlohmann::json::exception&) {
+      bad(path, std::string("__metadata__ \"") + k + "\" is not valid JSON");
+    }
+  };
   if (meta_str("format") != kFormat)
     bad(path, "unknown format " + json_excerpt(meta_str("format")) + " (want \"" + kFormat + "\")");
-  Checkpoint ck;
+  Checkpoint& ck = o.ck;
+  const nlohmann::json config = meta_json("config");
   try {
-    ck.config = config_from_json(nlohmann::json::parse(meta_str("config")));
+    ck.config = config_from_json(config);
     ck.config.validate();
-  } catch (const nlohmann::json::exception&) {
-    bad(path, "__metadata__ \"config\" is not valid JSON");
   } catch (const UsageError& e) {
     bad(path, std::string("stored config: ") + e.what());
   }
-  try {
-    ck.state.scalars = scalars_from_json(path, nlohmann::json::parse(meta_str("train_scalars")));
-  } catch (const nlohmann::json::exception&) {
-    bad(path, "__metadata__ \"train_scalars\" is not valid JSON");
-  }
+  ck.state.scalars = scalars_from_json(path, meta_json("train_scalars"));
   {
     const std::string b = meta_str("best_score");
     char* end = nullptr;
@@ -222,10 +266,27 @@ Checkpoint load_checkpoint(const std::string& path) {
       bad(path, "__metadata__ \"best_score\" is not a number");
     const std::string e = meta_str("best_epoch");
     const unsigned long long be = std::strtoull(e.c_str(), &end, 10);
-    if (e.empty() || *end != '\0' || be > UINT32_MAX) bad(path, "__metadata__ \"best_epoch\" is not a count");
+    if (e.empty() || e.size() > 10 || e.find_first_not_of("0123456789") != std::string::npos || *end != '\0' ||
+        be > UINT32_MAX)
+      bad(path, "__metadata__ \"best_epoch\" is not a count");
     ck.best_epoch = uint32_t(be);
   }
+}
 
+}  // namespace
+
+TrainConfig load_checkpoint_config(const std::string& path) {
+  OpenedCheckpoint o;
+  open_checkpoint(path, o);
+  return o.ck.config;
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  OpenedCheckpoint o;
+  open_checkpoint(path, o);
+  const nlohmann::json& h = o.header;
+  Checkpoint& ck = o.ck;
+  const uint64_t data_begin = o.data_begin, data_size = o.file_size - o.data_begin;
   // Tensors: the seven parameters are required, the moments come both or neither; nothing else.
   const ParamLayout l(ck.config.hidden_size, ck.config.obs_dim());
   const std::vector<Entry> all = entries(l, true);
@@ -252,33 +313,36 @@ Checkpoint load_checkpoint(const std::string& path) {
       bad(path, "tensor \"" + e.name + "\" lacks dtype, shape or data_offsets");
     if (t["dtype"] != "F32")
       bad(path, "tensor \"" + e.name + "\" has dtype " + json_excerpt(t["dtype"]) + ", want F32");
-    std::vector<int64_t> shape;
-    std::vector<uint64_t> off;
-    try {
-      shape = t["shape"].get<std::vector<int64_t>>();
-      off = t["data_offsets"].get<std::vector<uint64_t>>();
-    } catch (const nlohmann::json::exception&) {
-      bad(path, "tensor \"" + e.name + "\" has a malformed shape or data_offsets");
-    }
+    const auto shape = exact_counts(t["shape"]);
+    const auto off = exact_counts(t["data_offsets"]);
+    if (!shape || !off)
+      bad(path, "tensor \"" + e.name + "\" has a shape or data_offsets that is not a list of integers >= 0 (got " +
+                    json_excerpt(shape ? t["data_offsets"] : t["shape"]) + ")");
     const std::vector<int64_t> want = torch_shape(*e.t);
-    if (shape != want)
-      bad(path, "tensor \"" + e.name + "\" has shape " + shape_str(shape) + ", want " + shape_str(want) +
+    if (!std::equal(shape->begin(), shape->end(), want.begin(), want.end(),
+                    [](uint64_t a, int64_t b) { return a == uint64_t(b); }))
+      bad(path, "tensor \"" + e.name + "\" has shape " + json_excerpt(t["shape"]) + ", want " + shape_str(want) +
                     " (hidden size " + std::to_string(hid) + ", observation size " + std::to_string(dim) + ")");
     const size_t bytes = e.t->size() * sizeof(float);
-    if (off.size() != 2 || off[0] > off[1] || off[1] > data_size || off[1] - off[0] != bytes)
+    const std::vector<uint64_t>& off_ = *off;
+    if (off_.size() != 2 || off_[0] > off_[1] || off_[1] > data_size || off_[1] - off_[0] != bytes)
       bad(path, "tensor \"" + e.name + "\" has data_offsets " + json_excerpt(t["data_offsets"]) + " outside the " +
                     std::to_string(data_size) + " data bytes or not matching its " + std::to_string(bytes) + " bytes");
-    ranges.emplace_back(off[0], off[1]);
+    ranges.emplace_back(off_[0], off_[1]);
     float* dst = ck.state.slabs.data() + e.slab * l.total + e.t->offset;
-    std::memcpy(dst, file.data() + data_begin + off[0], bytes);
-    for (size_t i = 0; i < e.t->size(); ++i)
+    o.read_at(data_begin + off_[0], reinterpret_cast<char*>(dst), bytes);
+    for (size_t i = 0; i < e.t->size(); ++i) {
       if (!std::isfinite(dst[i]))
         bad(path, "tensor \"" + e.name + "\" holds a non-finite value at index " + std::to_string(i));
+      if (e.slab == 3 && dst[i] < 0.f)
+        bad(path, "tensor \"" + e.name + "\" holds a negative value at index " + std::to_string(i) +
+                      " (a second moment is a mean of squares)");
+    }
   }
   std::sort(ranges.begin(), ranges.end());
   for (size_t i = 1; i < ranges.size(); ++i)
     if (ranges[i].first < ranges[i - 1].second) bad(path, "two tensors' data_offsets overlap");
-  return ck;
+  return std::move(ck);
 }
 
 }  // namespace grpo

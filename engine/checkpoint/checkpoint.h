@@ -37,7 +37,16 @@ void save_checkpoint(const std::string& path, const TrainConfig& c, const RunSta
 // shape (against the stored config's hidden size and game) and byte range (inside the file, no
 // overlaps), and that every value is finite. Any problem throws UsageError
 // "checkpoint PATH: <what is wrong>" (one line).
+// The file must be a regular file; each part is bounded before it is read (header length at most
+// kMaxHeaderBytes, JSON at most kMaxHeaderDepth levels, the data section large enough for the
+// stored configuration before its slabs are allocated).
 Checkpoint load_checkpoint(const std::string& path);
+// Only the header's checks, for the configuration (no tensor is read).
+TrainConfig load_checkpoint_config(const std::string& path);
+
+// Limits on a checkpoint file (README "Limits on input").
+inline constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // safetensors' own limit: 100 MB
+inline constexpr int kMaxHeaderDepth = 4;                         // the format needs 3: header, a tensor, its shape
 
 // "ckpt-epoch-000200.safetensors": names that sort by epoch (epochs completed).
 std::string checkpoint_file_name(uint32_t epochs_done);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/json_excerpt.h"
 
 namespace grpo {
 
@@ -64,7 +65,8 @@ void read(const nlohmann::json& j, const char* key, T& out) {
         fits = it->template get<int64_t>() >= int64_t(L::min()) && it->template get<int64_t>() <= int64_t(L::max());
       if (!fits)
         throw UsageError(std::string("config field \"") + key + "\" must be an integer in [" +
-                         std::to_string(L::min()) + ", " + std::to_string(L::max()) + "] (got " + it->dump() + ")");
+                         std::to_string(L::min()) + ", " + std::to_string(L::max()) + "] (got " + json_excerpt(*it) +
+                         ")");
       out = it->template get<T>();
     } else {
       out = it->template get<T>();

@@ -6,6 +6,7 @@
 
 #include "engine/checkpoint/io.h"
 #include "core/errors.h"
+#include "core/json_excerpt.h"
 
 namespace grpo {
 
@@ -68,8 +69,11 @@ void trim_metrics(const std::string& path, uint32_t first_epoch) {
   std::string kept, line;
   while (std::getline(in, line)) {
     try {
-      const nlohmann::json j = nlohmann::json::parse(line);
-      if (j.at("epoch").get<uint64_t>() < first_epoch) kept += line + '\n';
+      // Our lines are flat objects; a deeper one is not ours.
+      const nlohmann::json j = nlohmann::json::parse(line, depth_limit(2));
+      const auto e = j.find("epoch");
+      if (e != j.end() && e->is_number_unsigned() && e->get<uint64_t>() < first_epoch) kept += line + '\n';
+    } catch (const JsonTooDeep&) {
     } catch (const nlohmann::json::exception&) {
       // a torn last line from a killed run, or not ours: drop it
     }

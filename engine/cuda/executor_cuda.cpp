@@ -35,6 +35,8 @@ class CudaExecutor final : public Executor {
     size_t free_bytes = 0, total_bytes = 0;
     CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     require_memory(need, free_bytes, "device");
+    // The host holds the state copied out at each checkpoint and the file's bytes: seven slabs.
+    if (const size_t host = available_host_bytes(); host > 0) require_memory(slab_bytes / 4 * 7, host, "host");
     stream_ = cuda::make_stream(cudaStreamNonBlocking);
     slabs_ = cuda::device_array<float>(slab_bytes / sizeof(float));
     arena_ = cuda::device_array<std::byte>(arena_bytes_);

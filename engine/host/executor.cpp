@@ -1,10 +1,6 @@
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <new>
 #include <string>
 
@@ -29,34 +25,11 @@ void* aligned_zeroed(size_t bytes) {
   return p;
 }
 
-// Bytes the kernel says a new allocation can get without swapping (MemAvailable), else the
-// physical memory; no more than the process's address-space limit (ulimit -v) allows; 0 when
-// none of these is known.
-size_t available_host_bytes() {
-  size_t have = 0;
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  size_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemAvailable:") {
-      have = kib * 1024;
-      break;
-    }
-    in.ignore(1 << 10, '\n');
-  }
-  if (have == 0) {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    if (pages > 0 && page > 0) have = size_t(pages) * size_t(page);
-  }
-  rlimit as{};
-  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
-    have = have == 0 ? size_t(as.rlim_cur) : std::min(have, size_t(as.rlim_cur));
-  return have;
-}
-
-// Refuses, before allocating anything, a configuration whose slabs and arena cannot fit.
+// Refuses, before allocating anything, a configuration that cannot fit: the four slabs and the
+// arena, and at each checkpoint the state copied out (four slabs more) and the file's bytes (three).
 const TrainConfig& fits_in_host_memory(const TrainConfig& c) {
-  const size_t need = 4 * ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float) + ArenaLayout(c).total;
+  const size_t slab = ParamLayout(c.hidden_size, c.obs_dim()).total * sizeof(float);
+  const size_t need = 4 * slab + ArenaLayout(c).total + 4 * slab + 3 * slab;
   const size_t have = available_host_bytes();
   if (have > 0) require_memory(need, have, "host");
   return c;

@@ -70,6 +70,23 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--batch-size 1e3", "--batch-size"), std::make_pair("--seed -1", "--seed"),
         std::make_pair("--screen-width 0x20", "--screen-width"), std::make_pair("--max-steps ''", "--max-steps"),
         std::make_pair("--max-steps 100000 --hidden-size 8192", "--max-steps"),
+        // CLI11 reads a leading zero as octal (0016 was hidden 14); trailing blanks, too.
+        std::make_pair("--hidden-size 0016", "--hidden-size"), std::make_pair("--hidden-size '16 '", "--hidden-size"),
+        std::make_pair("--patience 1e3", "--patience"), std::make_pair("--seed 18446744073709551616", "--seed"),
+        // Real numbers are plain decimal and finite: no blanks, hex floats, nan, inf or overflow.
+        std::make_pair("--lr-rate ' 0.5'", "--lr-rate"), std::make_pair("--lr-rate 0x1p-3", "--lr-rate"),
+        std::make_pair("--lr-rate nan", "--lr-rate"), std::make_pair("--dropout nan", "--dropout"),
+        std::make_pair("--dropout ''", "--dropout"), std::make_pair("--gamma inf", "--gamma"),
+        std::make_pair("--entropy-coef 1e999", "--entropy-coef"), std::make_pair("--gamma .", "--gamma"),
+        // Empty texts: an empty --resume was a fresh run, an empty --metrics the default file.
+        std::make_pair("--resume ''", "--resume"), std::make_pair("--metrics ''", "--metrics"),
+        std::make_pair("--out ''", "--out"), std::make_pair("--preset ''", "--preset"),
+        std::make_pair("--profile-epochs ' 1:2'", "--profile-epochs"),
+        std::make_pair("--profile-epochs 1:99999999999", "--profile-epochs"),
+        std::make_pair("--profile-epochs 2:1", "--profile-epochs"),
+        // --metrics must be a file this run can write: not a folder, not in a missing folder
+        // (either used to create --out before the refusal).
+        std::make_pair("--metrics /", "--metrics"), std::make_pair("--metrics /nonexistent/m.jsonl", "--metrics"),
         // (W - 3) x R overflows a 32-bit int: refused, never a negative game count.
         std::make_pair("--screen-width 100000 --batch-size 65536 --max-steps 1", "--batch-size"),
         std::make_pair("--screen-width 2147483647 --batch-size 2 --max-steps 1", "--screen-width"),
@@ -118,6 +135,28 @@ TEST(Cli, AddressSpaceLimitIsHonoured) {
   EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
 }
 
+// The CUDA executor checks the host too: each checkpoint copies the state out and builds the
+// file's bytes there (seven slabs). Hidden 8192 with one game step fits the simt build's emulated
+// device but not a 1.5 GiB address space: refused before anything is written (it ended in
+// bad_alloc, exit code 1, after creating metrics.jsonl).
+TEST(Cli, CudaExecutorChecksHostMemoryForItsCheckpoints) {
+#if !defined(GRPO_SIMT)
+  // The real CUDA runtime reserves far more address space than this limit (a 2 GiB limit hung
+  // the H100 machine): the emulator's executor stands for it.
+  GTEST_SKIP() << "runs on the simt build's emulated device only";
+#endif
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / ("grpo_cli_cudamem_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  const Result r = run_grpo(
+      "train --backend cuda --hidden-size 8192 --max-steps 1 --batch-size 1 --total-epochs 1 --out " + out.string(),
+      "ulimit -v 1572864 && ");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("of host memory"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << "a refused run created its --out directory";
+}
+
 // A flag value holding a newline (a path, a choice) is quoted in the error escaped, so the error
 // stays one line, whichever layer refuses it: CLI11's parser, a command's checks, the checkpoint
 // reader. printf in a command substitution puts the raw newline into the argument.
@@ -130,6 +169,16 @@ TEST(Cli, NewlineInAFlagValueKeepsTheErrorOnOneLine) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
     EXPECT_NE(r.err.find("\\n"), std::string::npos) << "the newline is shown escaped: " << r.err;
   }
+}
+
+// The same for the controls of UTF-8 (NEL, U+0085, ends a line on some terminals), the line
+// separator U+2028 and a byte that is not UTF-8 at all (0x9b is CSI on an 8-bit terminal).
+TEST(Cli, C1ControlsAndInvalidUtf8AreShownEscaped) {
+  const Result r = run_grpo("play --checkpoint \"$(printf '/no\\302\\205such\\342\\200\\250file\\233x')\"");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("/no\\xc2\\x85such\\xe2\\x80\\xa8file\\x9bx"), std::string::npos) << r.err;
+  for (const char raw : {'\x85', '\x9b'}) EXPECT_EQ(r.err.find(raw), std::string::npos) << r.err;
 }
 
 // An --out the system cannot resolve is the user's to fix: a loop of symbolic links, a path

@@ -140,6 +140,28 @@ TEST_F(PlayEval, BadCheckpointIsOneLineAndExitTwo) {
   }
 }
 
+// play and eval take the same checked values as train: plain decimal integers and finite plain
+// decimal numbers (these ran, or ended with exit code 1 on the way, before).
+TEST_F(PlayEval, BadFlagValuesAreOneLineAndExitTwo) {
+  for (const std::string bad :
+       {"--max-steps 0x10", "--max-steps ' 5'", "--max-steps 010", "--seed -1", "--dropout nan", "--win-score 0x10",
+        "--fail-score ' -3'", "--fps nan", "--games 010", "--games ' 3'", "--checkpoint ''"}) {
+    const std::string flag = bad.substr(0, bad.find(' '));
+    for (const std::string cmd : {"eval", "play"}) {
+      if ((flag == "--games" && cmd == "play") || (flag == "--fps" && cmd == "eval")) continue;
+      // Valid values for the other flags, each flag given once.
+      std::string args = cmd + " " + bad;
+      for (const std::string& ok : {std::string("--max-steps 3"), "--checkpoint " + ckpt_,
+                                    std::string(cmd == "eval" ? "--games 2" : "--fps 0")})
+        if (ok.rfind(flag + " ", 0) != 0) args += " " + ok;
+      const Out r = run(args);
+      EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+      EXPECT_NE(r.err.find(flag), std::string::npos) << args << "\n" << r.err;
+    }
+  }
+}
+
 // play draws every cell of every frame: a screen too large for a terminal is refused up front
 // (one line, exit 2) instead of allocating width x height characters per frame.
 TEST_F(PlayEval, PlayRefusesAScreenTooLargeToDraw) {

@@ -165,6 +165,8 @@ TEST_F(Sigint, SecondSigintExitsAtOnceLeavingWholeCheckpoints) { second_signal_e
 
 TEST_F(Sigint, SigintAfterSigtermExitsAtOnceLeavingWholeCheckpoints) { second_signal_exits_at_once(SIGTERM, SIGINT); }
 
+TEST_F(Sigint, SecondSigtermExitsAtOnceLeavingWholeCheckpoints) { second_signal_exits_at_once(SIGTERM, SIGTERM); }
+
 TEST_F(Sigint, BadResumeFileIsRefusedAndNothingWritten) {
   const fs::path bad = dir("bad.safetensors");
   std::ofstream(bad) << "not a checkpoint";

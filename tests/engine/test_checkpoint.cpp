@@ -301,6 +301,59 @@ const Corruption kCorruptions[] = {
          h["__metadata__"]["config"] = c.dump();
        });
      }},
+    // The config and the scalars are JSON inside strings: the same depth limit, and a value
+    // quoted in an error is cut short (printing a deep one recursed once per level).
+    {"DeeplyNestedConfigValue", "\"config\" is nested deeper than",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         std::string c = h["__metadata__"]["config"].template get<std::string>();
+         const size_t at = c.find("\"hidden_size\":") + 14;
+         c.replace(at, c.find(',', at) - at, std::string(1000000, '[') + std::string(1000000, ']'));
+         h["__metadata__"]["config"] = c;
+       });
+     }},
+    {"DeeplyNestedScalars", "\"train_scalars\" is nested deeper than",
+     [](const std::string& b) {
+       return set_in_header(
+           b, [](auto& h) { h["__metadata__"]["train_scalars"] = std::string(1000, '[') + std::string(1000, ']'); });
+     }},
+    {"ConfigMaxGradNormNegative", "max_grad_norm",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["max_grad_norm"] = -1.0;
+         h["__metadata__"]["config"] = c.dump();
+       });
+     }},
+    {"ConfigWeightDecayHuge", "weight_decay",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto c = nlohmann::json::parse(h["__metadata__"]["config"].template get<std::string>());
+         c["weight_decay"] = 1e300;
+         h["__metadata__"]["config"] = c.dump();
+       });
+     }},
+    // Shapes and offsets are exact integers: 20.9 was taken as 20, 1e30 converted with
+    // undefined behaviour, a negative offset wrapped around.
+    {"ShapeFraction", "not a list of integers",
+     [](const std::string& b) { return set_in_header(b, [](auto& h) { h["fc1.bias"]["shape"] = {20.9}; }); }},
+    {"ShapeHuge", "not a list of integers",
+     [](const std::string& b) { return set_in_header(b, [](auto& h) {
+                                  h["fc1.weight"]["shape"] = {1e30, 20};
+                                }); }},
+    {"OffsetsFraction", "not a list of integers",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         const uint64_t end = h["fc_out.bias"]["data_offsets"][1].template get<uint64_t>();
+         h["fc_out.bias"]["data_offsets"] = {double(end - 12) + 0.5, double(end) + 0.5};
+       });
+     }},
+    {"OffsetsNegative", "not a list of integers",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) { h["fc_out.bias"]["data_offsets"] = {-12, 0}; });
+     }},
+    {"NegativeSecondMoment", "negative value",
+     [](const std::string& b) { return poison_tensor(b, "optimizer.exp_avg_sq.fc1.weight", -1.0f, 5); }},
     {"NaNInParameters", "non-finite",
      [](const std::string& b) { return poison_tensor(b, "fc1.weight", std::nanf(""), 57); }},
     {"InfInMoment", "non-finite",
@@ -330,6 +383,37 @@ TEST_P(CorruptCheckpoint, RefusedWithOneLine) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, CorruptCheckpoint, ::testing::ValuesIn(kCorruptions),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// A file cut anywhere in its length field or header is refused with one line, and so is one cut
+// anywhere in its data.
+TEST(Checkpoint, TruncatedAtEveryHeaderByteIsRefused) {
+  const std::string& b = trained().bytes;
+  const fs::path p = temp_dir() / "cut.safetensors";
+  std::vector<size_t> cuts;
+  for (size_t n = 0; n < 8 + header_len(b); ++n) cuts.push_back(n);
+  for (size_t n = 8 + header_len(b); n < b.size(); n += 97) cuts.push_back(n);
+  cuts.push_back(b.size() - 1);
+  for (const size_t n : cuts) {
+    spit(p, b.substr(0, n));
+    try {
+      load_checkpoint(p.string());
+      ADD_FAILURE() << "accepted the first " << n << " of " << b.size() << " bytes";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+    }
+  }
+  fs::remove_all(temp_dir());
+}
+
+// Not a regular file: a device has no size to bound the reads by (/dev/zero never ends).
+TEST(Checkpoint, DeviceIsRefused) {
+  try {
+    load_checkpoint("/dev/zero");
+    ADD_FAILURE() << "read /dev/zero as a checkpoint";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+}
 
 TEST(Checkpoint, MissingFileIsAUsageError) {
   EXPECT_THROW(load_checkpoint((temp_dir() / "nope.safetensors").string()), UsageError);

@@ -158,6 +158,9 @@ TEST(Replay, HostileDocumentsGetOneShortLine) {
        "nested deeper than"},
       {"{" + obs + R"(, "steps": [{"actions": [1e999], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})", "not valid JSON"},
       {"{" + obs + R"(, "steps": [], "bad\nkey": 1})", "unknown key \"bad\\nkey\""},
+      // The parser quotes the token it stopped at: an unterminated string, a number run on.
+      {"{" + obs + R"(, "steps": [], "a": ")" + std::string(100000, 'x'), "not valid JSON"},
+      {"{" + obs + R"(, "steps": [], "a": 1)" + std::string(100000, '2') + "x}", "not valid JSON"},
       {"{" + obs + R"(, "steps": [{"actions": [")" + std::string(100000, 'x') +
            R"("], "coins": [0.5], "spawn_x": [[1, 2, 3]]}]})",
        "steps[0].actions[0]"},
