@@ -64,11 +64,13 @@ void parse_like_main(const std::vector<std::string>& args) {
   CLI::App app{"grpo"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "grpo 0.1");
-  grpo::add_train_command(app);
-  grpo::add_info_command(app);
-  grpo::add_replay_command(app);
-  grpo::add_play_command(app);
-  grpo::add_eval_command(app);
+  // The commands own the variables their options write into: they must outlive the parse.
+  std::vector<grpo::Command> commands;
+  commands.push_back(grpo::add_train_command(app));
+  commands.push_back(grpo::add_info_command(app));
+  commands.push_back(grpo::add_replay_command(app));
+  commands.push_back(grpo::add_play_command(app));
+  commands.push_back(grpo::add_eval_command(app));
   parse(app, args);
 }
 
