@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "core/errors.h"
@@ -20,6 +21,17 @@ std::string g_path;
 
 }  // namespace
 
+namespace {
+
+// The private folder, removed when the run ends normally (a crash leaves it, beside its report).
+std::string g_dir;
+void remove_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(g_dir, ec);
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/grpo-fuzz-ckpt-XXXXXX";
@@ -27,6 +39,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::perror("fuzz_checkpoint: mkdtemp");
     std::abort();
   }
+  g_dir = dir;
+  std::atexit(remove_dir);
   g_path = dir + "/in.safetensors";
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,17 @@
 #include "cli/train_flags.h"
 #include "core/errors.h"
 
+namespace {
+
+// The private folder, removed when the run ends normally (a crash leaves it, beside its report).
+std::string g_dir;
+void remove_dir() {
+  std::error_code ec;
+  std::filesystem::remove_all(g_dir, ec);
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/grpo-fuzz-flags-XXXXXX";
@@ -30,6 +42,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
     std::perror("fuzz_flags: temporary folder");
     std::abort();
   }
+  g_dir = dir;
+  std::atexit(remove_dir);
   return 0;
 }
 
