@@ -23,8 +23,14 @@ inline void scales_from_bits(unsigned bits, float scale, float* keep4, int count
 }
 
 #if defined(GRPO_HOST_X86)
+// Every function down to the matching pop is compiled for avx2 (GCC's pragma; clang, which the
+// fuzzing build uses, spells it as an attribute pushed onto each function).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 // hi and lo words of m * a in each 32-bit lane (the two Philox multiplies).
 inline void mul_hilo(__m256i a, __m256i m, __m256i& hi, __m256i& lo) {
   const __m256i ev = _mm256_mul_epu32(a, m);                         // lanes 0, 2, 4, 6
@@ -83,10 +89,20 @@ void row_scales_avx2(const DropoutSpec& spec, uint32_t epoch, uint32_t row, int 
     scales_from_bits(dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, row, uint32_t((c0 + j) / 4)),
                      scale, keep + j, std::min(4, n - j));
 }
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
+// Every function down to the matching pop is compiled for avx512f,bmi2 (GCC's pragma; clang, which the
+// fuzzing build uses, spells it as an attribute pushed onto each function).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,bmi2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,bmi2")
+#endif
 // philox8 sixteen groups wide: the same rounds on 512-bit vectors; a kept column is a mask bit.
 inline void mul_hilo16(__m512i a, __m512i m, __m512i& hi, __m512i& lo) {
   const __m512i ev = _mm512_mul_epu32(a, m);                         // even lanes
@@ -138,7 +154,11 @@ void row_scales_avx512(const DropoutSpec& spec, uint32_t epoch, uint32_t row, in
     scales_from_bits(dropout_keep4(spec.p, spec.seed, spec.purpose, epoch, spec.step, row, uint32_t((c0 + j) / 4)),
                      scale, keep + j, std::min(4, n - j));
 }
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 #endif
 

@@ -291,7 +291,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   const ParamLayout l(ck.config.hidden_size, ck.config.obs_dim());
   const std::vector<Entry> all = entries(l, true);
   for (const auto& [k, v] : h.items())
-    if (k != "__metadata__" && std::none_of(all.begin(), all.end(), [&](const Entry& e) { return e.name == k; }))
+    if (k != "__metadata__" &&
+        std::none_of(all.begin(), all.end(), [&key = k](const Entry& e) { return e.name == key; }))
       bad(path, "unexpected tensor " + json_excerpt(k));
   // Any moment present means all of them must be (checked below, by name).
   for (const auto& kv : h.items()) ck.has_optimizer |= kv.key().rfind("optimizer.", 0) == 0;

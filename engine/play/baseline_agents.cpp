@@ -1,5 +1,7 @@
 #include "engine/play/baseline_agents.h"
 
+#include <cstddef>
+
 #include "core/rng.h"
 
 namespace grpo {

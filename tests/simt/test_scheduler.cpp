@@ -69,6 +69,7 @@ TEST(SimtBarrier, MissingBarrierIsReportedCorrectKernelRunsCleanForAllSeeds) {
     ASSERT_EQ(simt_test::block_sum(d_in.get(), good.get(), n, threads, threads), cudaSuccess);
     EXPECT_TRUE(grpo::test::all_close(good.download(), ref)) << "correct kernel, seed " << s;
   }
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
   // Threads read neighbours' slots that nobody wrote yet, or that others write without a barrier.
   EXPECT_DEATH(
       {
@@ -83,6 +84,7 @@ TEST(SimtBarrier, MissingBarrierIsReportedCorrectKernelRunsCleanForAllSeeds) {
 // With no barrier or warp op, threads still switch at instrumented memory accesses (seeded), so
 // some thread's two tickets are not consecutive; without the checks nothing switches mid-way.
 TEST(SimtScheduler, ThreadsInterleaveMidWayAtMemoryAccesses) {
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
   const int threads = 64;
   auto interleaved = [&] {
     DeviceBuffer<unsigned> counter(std::vector<unsigned>(1, 0u)), first(threads), second(threads);
@@ -134,6 +136,7 @@ TEST(SimtSharedMemory, StaticSharedPoisonedAtEveryBlockStart) {
 }
 
 TEST(SimtSharedMemory, ReadBeforeAnyWriteIsReported) {
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
   EXPECT_DEATH(
       {
         DeviceBuffer<int> out(2);
