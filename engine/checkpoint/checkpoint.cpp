@@ -335,6 +335,9 @@ Checkpoint load_checkpoint(const std::string& path) {
     for (size_t i = 0; i < e.t->size(); ++i) {
       if (!std::isfinite(dst[i]))
         bad(path, "tensor \"" + e.name + "\" holds a non-finite value at index " + std::to_string(i));
+      if (e.slab == 0 && std::fabs(dst[i]) > kMaxParameterMagnitude)
+        bad(path, "tensor \"" + e.name + "\" holds " + float_str(dst[i]) + " at index " + std::to_string(i) +
+                      ", beyond the largest parameter magnitude accepted, " + float_str(kMaxParameterMagnitude));
       if (e.slab == 3 && dst[i] < 0.f)
         bad(path, "tensor \"" + e.name + "\" holds a negative value at index " + std::to_string(i) +
                       " (a second moment is a mean of squares)");

@@ -47,6 +47,10 @@ TrainConfig load_checkpoint_config(const std::string& path);
 // Limits on a checkpoint file (README "Limits on input").
 inline constexpr uint64_t kMaxHeaderBytes = uint64_t{100} << 20;  // safetensors' own limit: 100 MB
 inline constexpr int kMaxHeaderDepth = 4;                         // the format needs 3: header, a tensor, its shape
+// A parameter of larger magnitude is refused: trained weights stay near 1 (AdamW moves each by
+// at most about lr per update), and below this bound the forward pass stays finite in fp32 at
+// every size the flags allow, so a hostile file cannot turn into inf or NaN logits later.
+inline constexpr float kMaxParameterMagnitude = 1e4f;
 
 // "ckpt-epoch-000200.safetensors": names that sort by epoch (epochs completed).
 std::string checkpoint_file_name(uint32_t epochs_done);
