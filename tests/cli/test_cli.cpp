@@ -111,6 +111,10 @@ TEST(Cli, TooLargeForHostMemoryIsRefusedAndNothingWritten) {
   while (meminfo >> key >> kib && key != "MemAvailable:") meminfo.ignore(1 << 10, '\n');
   ASSERT_EQ(key, "MemAvailable:") << "no MemAvailable in /proc/meminfo";
   const std::string limit = kib > (size_t(38) << 20) ? "ulimit -v 16777216 && " : "";
+#if defined(__SANITIZE_ADDRESS__)
+  if (!limit.empty())
+    GTEST_SKIP() << "this machine needs ulimit -v for the test, which AddressSanitizer's shadow cannot fit";
+#endif
   const fs::path out = fs::temp_directory_path() / ("grpo_cli_big_" + std::to_string(::getpid()));
   fs::remove_all(out);
   const Result r =
@@ -143,6 +147,9 @@ TEST(Cli, AddressSpaceLimitIsHonoured) {
 // device but not a 1.5 GiB address space: refused before anything is written (it ended in
 // bad_alloc, exit code 1, after creating metrics.jsonl).
 TEST(Cli, CudaExecutorChecksHostMemoryForItsCheckpoints) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves terabytes of address space for its shadow: no ulimit -v can apply";
+#endif
 #if !defined(GRPO_SIMT)
   // The real CUDA runtime reserves far more address space than this limit (a 2 GiB limit hung
   // the H100 machine): the emulator's executor stands for it.
