@@ -12,6 +12,10 @@
 namespace grpo::test {
 
 inline const std::string kGrpo = std::string(GRPO_BINARY_DIR) + "/grpo";
+// A training run small enough to finish in a second: the run-folder tests' configuration.
+inline const std::string kTiny =
+    "--backend host --hidden-size 20 --batch-size 2 --max-steps 8 --screen-width 6 --screen-height 6 "
+    "--min-interval-steps 2 --lr-rate 3e-3 --seed 99 --patience 0";
 
 struct Out {
   int code;

@@ -21,16 +21,12 @@
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/executor.h"
+#include "tests/cli/grpo_run.h"
 
 namespace grpo::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kGrpo = std::string(GRPO_BINARY_DIR) + "/grpo";
-const std::string kTiny =
-    "--backend host --hidden-size 20 --batch-size 2 --max-steps 8 --screen-width 6 --screen-height 6 "
-    "--min-interval-steps 2 --lr-rate 3e-3 --seed 99 --patience 0";
 
 fs::path dir(const std::string& name) {
   return fs::temp_directory_path() / ("grpo_faults_" + std::to_string(::getpid())) / name;

@@ -15,16 +15,12 @@
 #include <thread>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "tests/cli/grpo_run.h"
 
 namespace grpo::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-const std::string kGrpo = std::string(GRPO_BINARY_DIR) + "/grpo";
-const std::string kTiny =
-    "--backend host --hidden-size 20 --batch-size 2 --max-steps 8 --screen-width 6 --screen-height 6 "
-    "--min-interval-steps 2 --lr-rate 3e-3 --seed 99 --patience 0";
 
 fs::path dir(const char* name) {
   return fs::temp_directory_path() / ("grpo_sigint_" + std::to_string(::getpid())) / name;
