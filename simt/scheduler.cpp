@@ -3,18 +3,6 @@
 // in a freshly shuffled order every round. A thread runs until it blocks (barrier, warp
 // collective) or exits, so a kernel without barriers or warp ops switches only at start and end.
 #include <boost/context/fiber.hpp>
-// AddressSanitizer builds (GCC says __SANITIZE_ADDRESS__, clang __has_feature) annotate the
-// fiber switches below.
-#if defined(__SANITIZE_ADDRESS__)
-#define SIMT_ASAN_FIBERS 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SIMT_ASAN_FIBERS 1
-#endif
-#endif
-#if defined(SIMT_ASAN_FIBERS)
-#include <sanitizer/asan_interface.h>
-#endif
 
 #include <algorithm>
 #include <cstdio>
@@ -22,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "simt/asan_fibers.h"
 #include "simt/runtime_internal.h"
 #include "simt/sanitizer.h"
 
@@ -50,52 +39,6 @@ void shuffle(std::vector<T>& v) {
 
 // ---- fiber stacks: fixed size, pooled across blocks and launches ----
 constexpr size_t kStackBytes = 128 << 10;
-
-// ---- AddressSanitizer: fiber switches announced (sanitizer builds only) ----
-// ASan knows one stack per OS thread. Unannounced, a switch onto a fiber's heap stack reads as
-// stack corruption, and a fiber's frames are never cleaned, so every switch between the
-// scheduler and a thread says where it goes (the sanitizer interface's start/finish pair).
-// The scheduler's own stack is learnt from the first switch into each thread.
-#if defined(SIMT_ASAN_FIBERS)
-struct AsanFibers {
-  const void* allocated = nullptr;     // the stack PooledStack handed out last
-  std::vector<const void*> stack;      // each thread's stack (lowest address), by linear index
-  std::vector<void*> fake;             // each suspended thread's fake-stack handle
-  void* sched_fake = nullptr;          // the scheduler's, while a thread runs
-  const void* sched_bottom = nullptr;  // the scheduler's stack
-  size_t sched_size = 0;
-};
-AsanFibers g_asan;
-// A pooled stack keeps the poison of frames that never returned (a fiber's entry frames).
-void asan_stack_allocated(void* base, size_t bytes) {
-  ASAN_UNPOISON_MEMORY_REGION(base, bytes);
-  g_asan.allocated = base;
-}
-void asan_fiber_created(unsigned i) {
-  if (g_asan.stack.size() <= i) g_asan.stack.resize(i + 1), g_asan.fake.resize(i + 1);
-  g_asan.stack[i] = g_asan.allocated;
-}
-void asan_to_thread(unsigned i, size_t bytes) {
-  __sanitizer_start_switch_fiber(&g_asan.sched_fake, g_asan.stack[i], bytes);
-}
-void asan_back_in_scheduler() { __sanitizer_finish_switch_fiber(g_asan.sched_fake, nullptr, nullptr); }
-void asan_thread_started() { __sanitizer_finish_switch_fiber(nullptr, &g_asan.sched_bottom, &g_asan.sched_size); }
-// exiting: the thread never comes back, so its fake stack is dropped.
-void asan_to_scheduler(unsigned i, bool exiting) {
-  __sanitizer_start_switch_fiber(exiting ? nullptr : &g_asan.fake[i], g_asan.sched_bottom, g_asan.sched_size);
-}
-void asan_back_in_thread(unsigned i) {
-  __sanitizer_finish_switch_fiber(g_asan.fake[i], &g_asan.sched_bottom, &g_asan.sched_size);
-}
-#else
-void asan_stack_allocated(void*, size_t) {}
-void asan_fiber_created(unsigned) {}
-void asan_to_thread(unsigned, size_t) {}
-void asan_back_in_scheduler() {}
-void asan_thread_started() {}
-void asan_to_scheduler(unsigned, bool) {}
-void asan_back_in_thread(unsigned) {}
-#endif
 
 struct StackPool {
   std::vector<void*> free;
