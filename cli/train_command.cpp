@@ -185,9 +185,10 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   ex->set_state(resuming ? ck.state : initial_state(c));
   std::vector<float>().swap(ck.state.slabs);  // the executor holds its own copy now
   const bool tty = isatty(fileno(stderr));
-  std::fprintf(stderr, "grpo train: %s | hidden %d, %d games (%d groups x %d), %d steps, %d epochs, lr %g, seed %llu\n",
+  std::fprintf(stderr,
+               "grpo train: %s | hidden %d, %d games (%d groups x %d), %d steps, %d epochs, lr %g (%s), seed %llu\n",
                ex->describe().c_str(), c.hidden_size, c.games(), c.game.groups(), c.batch_size, c.max_steps,
-               c.total_epochs, double(c.lr), static_cast<unsigned long long>(c.seed));
+               c.total_epochs, double(c.lr), lr_schedule_name(c.lr_schedule), static_cast<unsigned long long>(c.seed));
   if (c.algo == Algo::Grpo)
     std::fprintf(
         stderr,

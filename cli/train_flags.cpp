@@ -32,6 +32,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--lr-rate", c.lr, "initial learning rate (StepLR: x0.95 every 1000 epochs)")
       ->check(CLI::Range(1e-12, 1.0))
       ->capture_default_str();
+  app.add_option("--lr-schedule", f.lr_schedule,
+                 "step: StepLR alone; linear: StepLR times a linear decay to 0 over --total-epochs "
+                 "(default: step, linear under --algo grpo)")
+      ->check(CLI::IsMember({"step", "linear"}));
   app.add_option("--patience", c.patience, "stop after this many epochs without a better score (0: never)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
@@ -114,12 +118,14 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
     g.apply_grpo_defaults();
     if (!given("--dropout")) c.dropout = g.dropout;
     if (!given("--gamma")) c.gamma = g.gamma;
+    if (!given("--lr-schedule")) c.lr_schedule = g.lr_schedule;
     if (!given("--ppo-epochs")) c.ppo_epochs = g.ppo_epochs;
     if (!given("--minibatches")) c.minibatches = g.minibatches;
   } else {
     for (const char* flag : {"--ppo-epochs", "--minibatches", "--clip", "--kl-beta"})
       if (given(flag)) throw UsageError(std::string(flag) + " applies to --algo grpo only");
   }
+  if (given("--lr-schedule")) c.lr_schedule = f.lr_schedule == "linear" ? LrSchedule::Linear : LrSchedule::Step;
   c.use_graph = !f.no_graph;
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";

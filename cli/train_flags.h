@@ -16,6 +16,7 @@ struct TrainFlags {
   bool no_graph = false;
   std::string backend = "auto";
   std::string algo = "reference";
+  std::string lr_schedule;  // empty: the algorithm's default
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& f);

@@ -98,7 +98,7 @@ RunState initial_state(const TrainConfig& c) {
   RunState s;
   s.slabs.assign(4 * l.total, 0.f);
   init_params(s.slabs.data(), l, c.seed);
-  s.scalars = train_scalars_start(c.lr);
+  s.scalars = train_scalars_start(c.lr, 0, 0, c.lr_anneal_epochs());
   return s;
 }
 

@@ -67,12 +67,15 @@ void TrainConfig::apply_small_preset() {
 void TrainConfig::apply_grpo_defaults() {
   dropout = 0.f;
   gamma = 0.9f;
+  lr_schedule = LrSchedule::Linear;
   ppo_epochs = 4;
   minibatches = 4;
   while (minibatches > 1 && max_steps % minibatches != 0) --minibatches;
 }
 
 const char* algo_name(Algo a) { return a == Algo::Grpo ? "grpo" : "reference"; }
+
+const char* lr_schedule_name(LrSchedule s) { return s == LrSchedule::Linear ? "linear" : "step"; }
 
 const char* backend_name(Backend b) {
   switch (b) {

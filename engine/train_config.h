@@ -12,6 +12,9 @@ enum class Backend { Auto, Cuda, Host };
 // reference: the reference's returns, advantages and loss (docs/spec/training.md); grpo: group-
 // relative advantages, clipped ratio and KL penalty ("Beyond the reference").
 enum class Algo { Reference, Grpo };
+// step: StepLR alone (x0.95 every 1000 epochs, the reference's); linear: StepLR times a linear
+// decay to 0 over --total-epochs (docs/spec/training.md step 8).
+enum class LrSchedule { Step, Linear };
 
 struct TrainConfig {
   GameConfig game;
@@ -21,6 +24,7 @@ struct TrainConfig {
   int total_epochs = 2000;
   int max_steps = 100;  // T
   float lr = 1e-4f;
+  LrSchedule lr_schedule = LrSchedule::Step;
   float dropout = 0.1f;
   float gamma = 0.99f;
   float entropy_coef = 0.01f;
@@ -53,6 +57,8 @@ struct TrainConfig {
   static constexpr int kMaxSteps = 100000;
   static constexpr int kMaxEpochs = (1 << 24) - 1;
   static constexpr int64_t kMaxGames = int64_t{1} << 24;
+  // TrainScalars::lr_anneal_epochs of this run: its --total-epochs under the linear schedule.
+  uint32_t lr_anneal_epochs() const { return lr_schedule == LrSchedule::Linear ? uint32_t(total_epochs) : 0u; }
   int games() const { return game.groups() * batch_size; }          // N (validate() bounds it first)
   int64_t samples() const { return int64_t{max_steps} * games(); }  // M = T * N
   int obs_dim() const { return game.obs_dim(); }                    // D
@@ -61,12 +67,13 @@ struct TrainConfig {
   // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).
   void apply_small_preset();
   // --algo grpo's defaults, chosen by the learning sweep at the small preset (bench/grpo/README.md):
-  // no dropout, gamma 0.9, 4 passes of 4 slices. Where 4 does not divide --max-steps, the largest
-  // divisor below it.
+  // no dropout, gamma 0.9, a linear learning-rate decay, 4 passes of 4 slices. Where 4 does not divide --max-steps, the
+  // largest divisor below it.
   void apply_grpo_defaults();
 };
 
 const char* backend_name(Backend b);
 const char* algo_name(Algo a);
+const char* lr_schedule_name(LrSchedule s);
 
 }  // namespace grpo

@@ -7,7 +7,7 @@
 //   adamw           reads lr, adam_step, clip_scale, nonfinite; writes NO scalar (it runs on
 //                   many blocks, and a single writer avoids any race): it uses t = adam_step + 1
 //   advance_schedule (one thread, last kernel of the epoch): if nonfinite, skipped_updates += 1,
-//                   else adam_step += 1; clears nonfinite; epoch += 1; lr = step_lr(lr0, epoch)
+//                   else adam_step += 1; clears nonfinite; epoch += 1; lr = scheduled_lr(*this)
 //   finish_update   (one thread; between the updates of an epoch that makes several): the first
 //                   half of advance_schedule, without the epoch and lr
 // So at any time between epochs adam_step counts the updates applied so far (PyTorch's
@@ -25,18 +25,19 @@
 namespace grpo {
 
 struct TrainScalars {
-  uint32_t epoch;            // 0-based epoch about to run (or running); keys the random streams
-  uint32_t adam_step;        // AdamW updates applied so far; the next update uses t = adam_step+1
-  float lr0;                 // learning rate of epoch 0 (the StepLR base)
-  float lr;                  // learning rate of this epoch: step_lr(lr0, epoch)
-  float grad_norm;           // global L2 norm of the gradient slab, before clipping
-  float clip_scale;          // factor AdamW applies to every gradient: min(max_norm/(norm+1e-6), 1)
-  uint32_t nonfinite;        // non-zero: this epoch's gradients are not finite, AdamW is a no-op
-  uint32_t skipped_updates;  // epochs whose update was skipped because of nonfinite, in total
-  float loss;                // this epoch's loss L (written by the loss kernel), a metric
-  float reward;              // mean over games of r_{T-1} (a metric, written by its kernel)
-  float score;               // mean over games of the final score (a metric)
-  uint32_t reserved[5];      // keeps the struct 64 bytes; zero
+  uint32_t epoch;             // 0-based epoch about to run (or running); keys the random streams
+  uint32_t adam_step;         // AdamW updates applied so far; the next update uses t = adam_step+1
+  float lr0;                  // learning rate of epoch 0 (the StepLR base)
+  float lr;                   // learning rate of this epoch: scheduled_lr(*this)
+  float grad_norm;            // global L2 norm of the gradient slab, before clipping
+  float clip_scale;           // factor AdamW applies to every gradient: min(max_norm/(norm+1e-6), 1)
+  uint32_t nonfinite;         // non-zero: this epoch's gradients are not finite, AdamW is a no-op
+  uint32_t skipped_updates;   // epochs whose update was skipped because of nonfinite, in total
+  float loss;                 // this epoch's loss L (written by the loss kernel), a metric
+  float reward;               // mean over games of r_{T-1} (a metric, written by its kernel)
+  float score;                // mean over games of the final score (a metric)
+  uint32_t lr_anneal_epochs;  // 0: StepLR alone; N > 0: StepLR times a linear decay to 0 at epoch N
+  uint32_t reserved[4];       // keeps the struct 64 bytes; zero
 };
 static_assert(std::is_trivially_copyable<TrainScalars>::value && std::is_standard_layout<TrainScalars>::value,
               "TrainScalars is copied to and from the device as bytes");
@@ -53,14 +54,29 @@ GRPO_HD float step_lr(float lr0, uint32_t epoch) {
   return static_cast<float>(lr);
 }
 
+// --lr-schedule linear (docs/spec/training.md step 8): StepLR's rate times (N - min(epoch, N)) / N
+// over N = lr_anneal_epochs, the run's --total-epochs, so the last epoch runs at 1/N of it. Both
+// factors are rounded once, in double then to float; a quotient is exact-rounded on host and
+// device alike, so the two agree bit for bit.
+GRPO_HD float linear_lr(float lr0, uint32_t epoch, uint32_t anneal_epochs) {
+  const float stepped = step_lr(lr0, epoch);
+  if (anneal_epochs == 0) return stepped;
+  const uint32_t left = epoch < anneal_epochs ? anneal_epochs - epoch : 0;
+  return static_cast<float>(double(stepped) * double(left) / double(anneal_epochs));
+}
+
+GRPO_HD float scheduled_lr(const TrainScalars& s) { return linear_lr(s.lr0, s.epoch, s.lr_anneal_epochs); }
+
 // The scalars at the start of a run (epoch 0) or when resuming at `epoch` with `adam_step`
 // updates already applied; the metric slots start at zero.
-inline TrainScalars train_scalars_start(float lr0, uint32_t epoch = 0, uint32_t adam_step = 0) {
+inline TrainScalars train_scalars_start(float lr0, uint32_t epoch = 0, uint32_t adam_step = 0,
+                                        uint32_t lr_anneal_epochs = 0) {
   TrainScalars s{};
   s.epoch = epoch;
   s.adam_step = adam_step;
   s.lr0 = lr0;
-  s.lr = step_lr(lr0, epoch);
+  s.lr_anneal_epochs = lr_anneal_epochs;
+  s.lr = scheduled_lr(s);
   s.clip_scale = 1.0f;
   return s;
 }
@@ -80,7 +96,7 @@ GRPO_HD void finish_update_one(TrainScalars* s) {
 GRPO_HD void advance_schedule_one(TrainScalars* s) {
   finish_update_one(s);
   s->epoch += 1;
-  s->lr = step_lr(s->lr0, s->epoch);
+  s->lr = scheduled_lr(*s);
 }
 
 // Host twins of the finish_update and advance_schedule kernels.

@@ -64,6 +64,7 @@ nlohmann::ordered_json scalars_to_json(const TrainScalars& s) {
           {"adam_step", s.adam_step},
           {"lr0", s.lr0},
           {"lr", s.lr},
+          {"lr_anneal_epochs", s.lr_anneal_epochs},
           {"grad_norm", s.grad_norm},
           {"clip_scale", s.clip_scale},
           {"nonfinite", s.nonfinite},
@@ -115,6 +116,8 @@ TrainScalars scalars_from_json(const std::string& path, const nlohmann::json& j)
   u32("adam_step", s.adam_step);
   f32("lr0", s.lr0, true);
   f32("lr", s.lr, true);
+  // Checkpoints from before --lr-schedule hold no such field: their schedule is StepLR alone.
+  if (j.contains("lr_anneal_epochs")) u32("lr_anneal_epochs", s.lr_anneal_epochs);
   f32("grad_norm", s.grad_norm, false);
   f32("clip_scale", s.clip_scale, false);
   u32("nonfinite", s.nonfinite);

@@ -24,6 +24,7 @@ nlohmann::ordered_json config_to_json(const TrainConfig& c) {
           {"total_epochs", c.total_epochs},
           {"max_steps", c.max_steps},
           {"lr", c.lr},
+          {"lr_schedule", lr_schedule_name(c.lr_schedule)},
           {"dropout", c.dropout},
           {"gamma", c.gamma},
           {"entropy_coef", c.entropy_coef},
@@ -96,6 +97,15 @@ TrainConfig config_from_json(const nlohmann::json& j) {
   read(j, "total_epochs", c.total_epochs);
   read(j, "max_steps", c.max_steps);
   read(j, "lr", c.lr);
+  // Checkpoints written before --lr-schedule existed hold none: StepLR alone.
+  if (j.contains("lr_schedule")) {
+    std::string schedule;
+    read(j, "lr_schedule", schedule);
+    if (schedule != "step" && schedule != "linear")
+      throw UsageError("config field \"lr_schedule\" must be \"step\" or \"linear\" (got " +
+                       nlohmann::json(schedule).dump() + ")");
+    c.lr_schedule = schedule == "linear" ? LrSchedule::Linear : LrSchedule::Step;
+  }
   read(j, "dropout", c.dropout);
   read(j, "gamma", c.gamma);
   read(j, "entropy_coef", c.entropy_coef);

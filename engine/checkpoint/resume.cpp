@@ -30,6 +30,8 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   must_agree(ckpt_path, given("--batch-size"), "--batch-size", f.batch_size, s.batch_size);
   must_agree(ckpt_path, given("--max-steps"), "--max-steps", f.max_steps, s.max_steps);
   must_agree(ckpt_path, given("--lr-rate"), "--lr-rate", f.lr, s.lr);
+  must_agree(ckpt_path, given("--lr-schedule"), "--lr-schedule", std::string(lr_schedule_name(f.lr_schedule)),
+             std::string(lr_schedule_name(s.lr_schedule)));
   must_agree(ckpt_path, given("--dropout"), "--dropout", f.dropout, s.dropout);
   must_agree(ckpt_path, given("--seed"), "--seed", f.seed, s.seed);
   must_agree(ckpt_path, given("--algo"), "--algo", std::string(algo_name(f.algo)), std::string(algo_name(s.algo)));
@@ -46,6 +48,11 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   must_agree(ckpt_path, given("--min-fruits"), "--min-fruits", f.game.min_fruits, s.game.min_fruits);
   must_agree(ckpt_path, given("--min-interval-steps"), "--min-interval-steps", f.game.min_interval_steps,
              s.game.min_interval_steps);
+  // The linear schedule decays to 0 over the run's --total-epochs: another total would change it.
+  if (s.lr_schedule == LrSchedule::Linear && given("--total-epochs") && f.total_epochs != s.total_epochs)
+    throw UsageError("--resume " + ckpt_path + ": its learning rate decays linearly over " +
+                     std::to_string(s.total_epochs) + " epochs (--lr-schedule linear), so --total-epochs must stay " +
+                     std::to_string(s.total_epochs) + ", not " + std::to_string(f.total_epochs));
   TrainConfig c = s;
   if (given("--total-epochs")) c.total_epochs = f.total_epochs;
   if (given("--patience")) c.patience = f.patience;
@@ -57,7 +64,7 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   c.tf32 = f.tf32;
   c.out_dir = given("--out") ? f.out_dir : default_out;
   c.metrics_path = given("--metrics") ? f.metrics_path : c.out_dir + "/metrics.jsonl";
-  if (ck.state.scalars.lr0 != c.lr)
+  if (ck.state.scalars.lr0 != c.lr || ck.state.scalars.lr_anneal_epochs != c.lr_anneal_epochs())
     throw UsageError("--resume " + ckpt_path + ": the stored learning-rate schedule does not match its config");
   c.validate();
   return c;

@@ -97,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--algo grpo --kl-beta -1", "--kl-beta"), std::make_pair("--gamma 1.5", "--gamma"),
         std::make_pair("--entropy-coef -0.1", "--entropy-coef"), std::make_pair("--minibatches 2", "--minibatches"),
         std::make_pair("--algo grpo --max-steps 10 --minibatches 3", "--minibatches"),
-        std::make_pair("--algo grpo --max-steps 1 --batch-size 1", "--algo grpo")));
+        std::make_pair("--algo grpo --max-steps 1 --batch-size 1", "--algo grpo"),
+        std::make_pair("--lr-schedule cosine", "--lr-schedule"), std::make_pair("--lr-schedule", "--lr-schedule")));
 
 // A configuration that cannot fit in the memory this process may use is refused before anything
 // is allocated or written (about 40 GiB: the largest the 2^31-element bound allows). A machine
@@ -245,9 +246,12 @@ TEST(Cli, GrpoDefaultsYieldToGivenFlags) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("4 passes x 3 slices per epoch, clip 0.2, kl-beta 0, gamma 0.9, dropout 0,"), std::string::npos)
       << r.err;
+  EXPECT_NE(r.err.find("(linear)"), std::string::npos) << r.err;
   fs::remove_all(out);
-  r = run_grpo(base + out.string() + " --max-steps 8 --dropout 0.2 --gamma 0.5 --ppo-epochs 3 --kl-beta 0.1");
+  r = run_grpo(base + out.string() +
+               " --max-steps 8 --dropout 0.2 --gamma 0.5 --ppo-epochs 3 --kl-beta 0.1 --lr-schedule step");
   EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("(step)"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("3 passes x 4 slices per epoch, clip 0.2, kl-beta 0.1, gamma 0.5, dropout 0.2,"),
             std::string::npos)
       << r.err;

@@ -42,11 +42,12 @@ inline TrainConfig tiny_config() {
   return c;
 }
 
-// tiny_config with --algo grpo: several passes of two slices per rollout and the KL term on,
-// so that every new op and the trunk recompute of later updates run.
+// tiny_config with --algo grpo: several passes of two slices per rollout, the KL term and the
+// linear learning-rate decay on, so that every new op and the trunk recompute of later updates run.
 inline TrainConfig tiny_grpo_config() {
   TrainConfig c = tiny_config();
   c.algo = Algo::Grpo;
+  c.lr_schedule = LrSchedule::Linear;
   c.ppo_epochs = 3;
   c.minibatches = 2;
   c.kl_beta = 0.05f;

@@ -242,6 +242,14 @@ const Corruption kCorruptions[] = {
          h["__metadata__"]["config"] = c.dump();
        });
      }},
+    {"AnnealEpochsNotACount", "\"lr_anneal_epochs\" is missing or not a count",
+     [](const std::string& b) {
+       return set_in_header(b, [](auto& h) {
+         auto s = nlohmann::json::parse(h["__metadata__"]["train_scalars"].template get<std::string>());
+         s["lr_anneal_epochs"] = -3;
+         h["__metadata__"]["train_scalars"] = s.dump();
+       });
+     }},
     {"ScalarsMissing", "train_scalars",
      [](const std::string& b) { return set_in_header(b, [](auto& h) { h["__metadata__"].erase("train_scalars"); }); }},
     {"BestScoreNotNumber", "best_score",
@@ -436,14 +444,19 @@ TEST(Checkpoint, GrpoSettingsRoundTripAndOlderConfigsAreReferenceRuns) {
   EXPECT_EQ(back.clip, c.clip);
   EXPECT_EQ(back.kl_beta, c.kl_beta);
   EXPECT_EQ(back.gamma, c.gamma);
-  // A config written before --algo existed has none of the four fields.
+  EXPECT_EQ(back.lr_schedule, LrSchedule::Linear);
+  // A config written before --algo existed has none of the four fields, nor --lr-schedule.
   nlohmann::json old = config_to_json(tiny_config());
-  for (const char* k : {"algo", "ppo_epochs", "minibatches", "clip", "kl_beta"}) old.erase(k);
+  for (const char* k : {"algo", "ppo_epochs", "minibatches", "clip", "kl_beta", "lr_schedule"}) old.erase(k);
   EXPECT_EQ(config_from_json(old).algo, Algo::Reference);
+  EXPECT_EQ(config_from_json(old).lr_schedule, LrSchedule::Step);
+  nlohmann::json odd = config_to_json(c);
+  odd["lr_schedule"] = "cosine";
+  EXPECT_THROW(config_from_json(odd), UsageError);
   // Resuming refuses another algorithm or other passes, and names the flag.
   Checkpoint ck;
   ck.config = c;
-  ck.state.scalars = train_scalars_start(c.lr);
+  ck.state.scalars = train_scalars_start(c.lr, 0, 0, c.lr_anneal_epochs());
   TrainConfig flags = c;
   flags.algo = Algo::Reference;
   auto only = [](const char* which) { return [which](const char* f) { return std::string(f) == which; }; };
@@ -456,7 +469,23 @@ TEST(Checkpoint, GrpoSettingsRoundTripAndOlderConfigsAreReferenceRuns) {
   flags = c;
   flags.ppo_epochs = 5;
   EXPECT_THROW(resume_config("x", ck, flags, only("--ppo-epochs"), "out"), UsageError);
-  EXPECT_EQ(resume_config("x", ck, TrainConfig{}, only("--total-epochs"), "out").algo, Algo::Grpo);
+  EXPECT_EQ(resume_config("x", ck, TrainConfig{}, only("--patience"), "out").algo, Algo::Grpo);
+  // The linear decay's horizon is the run's --total-epochs: another total or schedule is refused.
+  flags = c;
+  flags.total_epochs = c.total_epochs + 1;
+  try {
+    resume_config("x", ck, flags, only("--total-epochs"), "out");
+    ADD_FAILURE();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--total-epochs must stay 1000, not 1001"), std::string::npos) << e.what();
+  }
+  flags = c;
+  flags.lr_schedule = LrSchedule::Step;
+  EXPECT_THROW(resume_config("x", ck, flags, only("--lr-schedule"), "out"), UsageError);
+  EXPECT_EQ(resume_config("x", ck, c, only("--total-epochs"), "out").total_epochs, c.total_epochs);
+  // Scalars whose horizon disagrees with the config are not this run's schedule.
+  ck.state.scalars = train_scalars_start(c.lr);
+  EXPECT_THROW(resume_config("x", ck, c, only("--patience"), "out"), UsageError);
 }
 
 TEST(Checkpoint, ResumeRefusesOtherHiddenSizeOrGameShape) {

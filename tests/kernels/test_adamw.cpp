@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kernels/adamw.h"
@@ -149,6 +150,44 @@ TEST(Schedule, StepLrMatchesSpec) {
     EXPECT_EQ(step_lr(lr0, 999), lr0);
     EXPECT_LT(step_lr(lr0, 1000), lr0);
   }
+}
+
+// --lr-schedule linear: StepLR times (E - min(e, E)) / E, against a long-double evaluation of
+// the spec's formula, at random rates and horizons (fresh each run, printed on failure).
+TEST(Schedule, LinearLrMatchesSpec) {
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 200; ++trial) {
+    const float lr0 = std::uniform_real_distribution<float>(1e-6f, 1e-2f)(rng);
+    const uint32_t E = std::uniform_int_distribution<uint32_t>(1, 20000)(rng);
+    for (uint32_t e : {0u, 1u, E / 2, E - 1, E, E + 1, E + 5000}) {
+      const long double stepped = lr0 * std::pow(0.95L, static_cast<long double>(e / 1000));
+      const long double want = stepped * (e < E ? E - e : 0) / E;
+      const float got = linear_lr(lr0, e, E);
+      EXPECT_NEAR(got, static_cast<double>(want), 1e-6 * static_cast<double>(stepped))
+          << "lr0 " << lr0 << " E " << E << " e " << e;
+      EXPECT_GE(got, 0.f);
+    }
+    EXPECT_EQ(linear_lr(lr0, 0, E), lr0);
+    EXPECT_EQ(linear_lr(lr0, E, E), 0.f);
+    EXPECT_EQ(linear_lr(lr0, E - 1, 0), step_lr(lr0, E - 1)) << "E = 0 is StepLR alone";
+  }
+}
+
+TEST(Schedule, LinearAdvanceDecaysToZeroAndResumesOnTheSameRate) {
+  const uint32_t E = 7;
+  TrainScalars s = train_scalars_start(1e-3f, 0, 0, E);
+  EXPECT_EQ(s.lr, 1e-3f);
+  float prev = s.lr;
+  for (uint32_t e = 1; e <= E; ++e) {
+    advance_schedule_host(&s);
+    EXPECT_EQ(s.epoch, e);
+    EXPECT_LT(s.lr, prev) << e;
+    EXPECT_EQ(s.lr, static_cast<float>(double{1e-3f} * (E - e) / E)) << e;
+    EXPECT_EQ(train_scalars_start(1e-3f, e, e, E).lr, s.lr) << "resuming at epoch " << e;
+    prev = s.lr;
+  }
+  EXPECT_EQ(s.lr, 0.f);
+  EXPECT_EQ(s.lr_anneal_epochs, E);
 }
 
 TEST(Schedule, AdvanceMovesEpochStepAndLr) {

@@ -1,5 +1,6 @@
 // The fused AdamW kernel and the advance_schedule kernel vs their host twins. Both are written
 // with non-contractible operations (kernels/adamw.h), so the comparison is bit for bit.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -94,6 +95,20 @@ TEST(AdamWCuda, AdvanceScheduleEqualsHostTwin) {
     advance_schedule_host(&s);
     advance_schedule_cuda(ds.get(), nullptr);
     EXPECT_TRUE(same_bits(ds.download()[0], s)) << epoch;
+  }
+}
+
+// The linear decay's quotient on the device equals the host's, at every epoch of a horizon.
+TEST(AdamWCuda, AdvanceLinearScheduleEqualsHostTwin) {
+  GRPO_REQUIRE_DEVICE();
+  for (uint32_t horizon : {1u, 3u, 200u, 2999u}) {
+    TrainScalars s = train_scalars_start(7.3e-4f, 0, 0, horizon);
+    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    for (uint32_t e = 0; e < std::min(horizon + 2, 300u); ++e) {
+      advance_schedule_host(&s);
+      advance_schedule_cuda(ds.get(), nullptr);
+    }
+    EXPECT_TRUE(same_bits(ds.download()[0], s)) << horizon;
   }
 }
 
