@@ -7,16 +7,24 @@ namespace grpo {
 
 void Ops::rollout(const Rollout& r) {
   games_reset(r.games, r.seed, r.epoch, r.obs);
+  policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
   for (int t = 0; t < r.T; ++t) {
     const size_t row = size_t(t) * r.N;
-    const DropoutSpec drop{r.dropout, r.seed, Purpose::DropoutRollout, r.epoch, uint32_t(t)};
-    const PolicyActs acts_t = r.acts.rows_from(row, r.H);
-    policy_forward(*this, r.p, r.obs + row * r.D, r.N, r.D, r.H, acts_t, drop);
-    int32_t* act_t = r.actions + row;
-    sample_actions(acts_t.logits, r.N, r.seed, r.epoch, uint32_t(t), act_t);
-    float* obs_next = t + 1 < r.T ? r.obs + (row + r.N) * r.D : nullptr;
-    games_step(r.games, act_t, r.seed, r.epoch, uint32_t(t), r.rewards + row, obs_next);
+    const bool last = t + 1 == r.T;
+    const PolicyActs now = r.acts.rows_from(row, r.H);
+    linear_forward(now.h1, r.p.fc1_w, nullptr, now.a1, r.N, r.H, r.H);
+    rollout_step(RolloutStep{r.p, now, last ? now : r.acts.rows_from(row + r.N, r.H),
+                             last ? nullptr : r.obs + (row + r.N) * r.D, r.actions + row, r.rewards + row, r.games,
+                             r.seed, r.epoch, r.dropout, uint32_t(t), r.N, r.D, r.H});
   }
+}
+
+void Ops::rollout_step(const RolloutStep& s) {
+  const DropoutSpec drop{s.dropout, s.seed, Purpose::DropoutRollout, s.epoch, s.t};
+  policy_head_forward(*this, s.p, s.N, s.H, s.now, drop);
+  sample_actions(s.now.logits, s.N, s.seed, s.epoch, s.t, s.actions);
+  games_step(s.games, s.actions, s.seed, s.epoch, s.t, s.rewards, s.obs_next);
+  if (s.obs_next) policy_trunk_start(*this, s.p, s.obs_next, s.N, s.D, s.H, s.next);
 }
 
 void Ops::policy_head_loss(const HeadLoss& h) {

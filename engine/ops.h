@@ -76,12 +76,13 @@ class Ops {
                            float* scratch) = 0;
   virtual void action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) = 0;
 
-  // The rollout (spec steps 1-2) as one op: games_reset, then T steps of policy_forward with the
-  // rollout's dropout, sample_actions and games_step. Step t writes its activations into rows
-  // t*N.. of acts (the loss pass reuses the trunk's), its actions, rewards and next observations
-  // into rows t*N... The default (ops.cpp) is that step-by-step loop, which the CUDA executor
-  // captures. No game reads another's rows, so HostOps runs fixed groups of games from the first
-  // step to the last on the pool's threads, with no barrier between steps (engine/host/rollout.cpp).
+  // The rollout (spec steps 1-2) as one op: games_reset and the trunk up to fc1 of step 0, then
+  // T steps of the product with fc1.weight and rollout_step. Step t writes its activations into
+  // rows t*N.. of acts (the loss pass reuses the trunk's), its actions, rewards and next
+  // observations into rows t*N... The default (ops.cpp) is that step-by-step loop, which the CUDA
+  // executor captures: two nodes a step when rollout_step is one kernel. No game reads another's
+  // rows, so HostOps runs fixed groups of games from the first step to the last on the pool's
+  // threads, with no barrier between steps (engine/host/rollout.cpp).
   struct Rollout {
     ParamViews p;
     PolicyActs acts;   // [M, H] (M = T N)
@@ -95,6 +96,32 @@ class Ops {
     int T, N, D, H;
   };
   virtual void rollout(const Rollout& r);
+
+  // Everything row-local from one rollout step's product with fc1 to the next one's (spec steps
+  // 1-2), for the N games of step t:
+  //   h2 = dropout(gelu(a1 + b1)) (purpose DropoutRollout, step t, row = game);
+  //   logits = h2 W_out^T + b_out; the action sampled from them (sample_actions);
+  //   the game stepped with it (games_step: reward, state, next observation);
+  //   and unless t is the last step, the next step's trunk up to fc1: h0 = obs_next W_in^T and
+  //   its LayerNorm with the residual (h1, mean, rstd).
+  // h2 is not part of the result (the loss pass draws its own mask and recomputes it): the
+  // default (ops.cpp, those ops in turn) uses now.h2 as work space, a fused kernel never
+  // writes it. The CUDA executor runs it as one kernel (engine/cuda/rollout_step.cu).
+  struct RolloutStep {
+    ParamViews p;
+    PolicyActs now;    // rows of step t: a1 read, logits written, h2 work space
+    PolicyActs next;   // rows of step t + 1: h0, h1, ln_mean, ln_rstd written (unused when last)
+    float* obs_next;   // [N, D] written; nullptr at the last step
+    int32_t* actions;  // [N] of step t
+    float* rewards;    // [N] of step t
+    GamesView games;
+    uint64_t seed;
+    const uint32_t* epoch;
+    float dropout;
+    uint32_t t;
+    int N, D, H;
+  };
+  virtual void rollout_step(const RolloutStep& s);
 
   // The loss pass's head as one op, so that an executor may fuse it (spec steps 5-6 above the
   // trunk): h2 = dropout(gelu(a1 + b1)) with mask `drop`, logits = h2 W_out^T + b_out, the loss

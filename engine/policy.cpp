@@ -2,10 +2,15 @@
 
 namespace grpo {
 
-void policy_trunk_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
-                          const PolicyActs& a) {
+void policy_trunk_start(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                        const PolicyActs& a) {
   ops.linear_forward(X, p.fc_in_w, nullptr, a.h0, rows, hidden, obs_dim);
   ops.layernorm_residual_forward({a.h0, p.ln_gamma, p.ln_beta, a.h1, a.ln_mean, a.ln_rstd, rows, hidden});
+}
+
+void policy_trunk_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                          const PolicyActs& a) {
+  policy_trunk_start(ops, p, X, rows, obs_dim, hidden, a);
   ops.linear_forward(a.h1, p.fc1_w, nullptr, a.a1, rows, hidden, hidden);
 }
 

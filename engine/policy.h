@@ -16,6 +16,10 @@ void policy_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int
 // head draws the mask and writes h2 and the logits from a1.
 void policy_trunk_forward(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
                           const PolicyActs& a);
+// The trunk's first half (h0 and the LayerNorm: h1, mean, rstd), without the product with fc1:
+// the part of a rollout step that follows the game (Ops::rollout_step).
+void policy_trunk_start(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
+                        const PolicyActs& a);
 void policy_head_forward(Ops& ops, const ParamViews& p, int rows, int hidden, const PolicyActs& a,
                          const DropoutSpec& drop);
 

@@ -9,57 +9,17 @@
 #include "kernels/gelu.h"
 #include "core/launch.h"
 #include "kernels/layernorm.h"
+#include "kernels/welford.cuh"
 
 namespace grpo {
 
 namespace {
 
+using namespace row_welford_ops;
+
 constexpr unsigned kFull = 0xFFFFFFFFu;
 constexpr int kBlock = 256;         // threads per block in both layouts
 constexpr int kWarpRowMaxN = 1024;  // up to here a warp per row (<= 8 float4 per lane)
-
-struct Welford {
-  float n, mean, m2;
-};
-
-__device__ __forceinline__ void welford_add(Welford& w, float x) {
-  w.n += 1.f;
-  const float d = x - w.mean;
-  w.mean += d / w.n;
-  w.m2 += d * (x - w.mean);
-}
-
-// Chan et al.: merge two partial (count, mean, M2) summaries.
-__device__ __forceinline__ Welford welford_merge(Welford a, Welford b) {
-  const float n = a.n + b.n;
-  if (n == 0.f) return a;
-  const float d = b.mean - a.mean, wb = b.n / n;
-  return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
-}
-
-// The row's merged summary, identical in every thread of the row. A shfl_down tree into lane 0
-// then a broadcast (a butterfly would leave lanes with results that differ in the last bit,
-// since the merge is not symmetric); in block mode the 8 warp summaries meet in shared memory
-// and every thread merges them in warp order.
-template <int kRowThreads>
-__device__ __forceinline__ Welford row_welford(Welford w) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1)
-    w = welford_merge(
-        w, {__shfl_down_sync(kFull, w.n, o), __shfl_down_sync(kFull, w.mean, o), __shfl_down_sync(kFull, w.m2, o)});
-  if constexpr (kRowThreads == 32) {
-    return {__shfl_sync(kFull, w.n, 0), __shfl_sync(kFull, w.mean, 0), __shfl_sync(kFull, w.m2, 0)};
-  } else {
-    GRPO_DYNAMIC_SHARED(float, s);  // [3][kRowThreads / 32]
-    constexpr int kWarps = kRowThreads / 32;
-    const unsigned warp = threadIdx.x / 32;
-    if (threadIdx.x % 32 == 0) s[warp] = w.n, s[kWarps + warp] = w.mean, s[2 * kWarps + warp] = w.m2;
-    __syncthreads();
-    Welford r{s[0], s[kWarps], s[2 * kWarps]};
-    for (int i = 1; i < kWarps; ++i) r = welford_merge(r, {s[i], s[kWarps + i], s[2 * kWarps + i]});
-    return r;
-  }
-}
 
 // Two plain sums over the row, identical in every thread of the row (same pattern).
 template <int kRowThreads>
@@ -110,7 +70,8 @@ __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, 
     for (unsigned k = 0; k < 4; ++k)
       if (k < n) welford_add(w, gelu(v[k]));
   }
-  w = row_welford<kRowThreads>(w);
+  GRPO_DYNAMIC_SHARED(float, welford_smem);  // [3][kRowThreads / 32] in block mode
+  w = row_welford<kRowThreads>(w, welford_smem);
   const float mu = w.mean, rs = rsqrtf(w.m2 / float(N) + kLayerNormEps);
   if (tid == 0) mean[row] = mu, rstd[row] = rs;
   for (unsigned g = tid; g < groups; g += kRowThreads) {

@@ -30,6 +30,8 @@ class CudaOps final : public Ops {
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias, int M,
                                   int N, const DropoutSpec& d, float* scratch) override;
+  // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
+  void rollout_step(const RolloutStep& s) override;
   void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                       int32_t* actions) override;
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,
