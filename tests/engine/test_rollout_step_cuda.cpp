@@ -135,9 +135,9 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
   EXPECT_LE(rel_l2(logits, host_view(hs.now.logits, size_t(N) * kActions)), 1e-5);
   if (hs.obs_next) {
     same_bytes(hs.obs_next, size_t(N) * D * 4, "next observations");
-    for (auto [p, n, what] : {std::tuple{hs.next.h0, size_t(N) * H, "h0"}, std::tuple{hs.next.h1, size_t(N) * H, "h1"},
-                              std::tuple{hs.next.ln_mean, size_t(N), "mean"},
-                              std::tuple{hs.next.ln_rstd, size_t(N), "rstd"}}) {
+    for (auto [p, n, what] :
+         {std::tuple{hs.next.h0, size_t(N) * H, "h0"}, std::tuple{hs.next.h1, size_t(N) * H, "h1"},
+          std::tuple{hs.next.ln_mean, size_t(N), "mean"}, std::tuple{hs.next.ln_rstd, size_t(N), "rstd"}}) {
       const auto g = view<float>(base, p, a.host, n), want = host_view(p, n);
       EXPECT_TRUE(all_close(g, want)) << what;
       EXPECT_LE(rel_l2(g, want), 1e-5) << what;
