@@ -5,7 +5,7 @@
 // here (device copy bandwidth, a large fp32 cuBLAS GEMM). The per-row ops run at every shape;
 // the per-parameter ops (grad_norm, adamw over the H x H fc1 weight) and the loss pass's
 // per-sample ones (policy_loss, returns, advantages, means) at the loss shapes, sampling at the
-// rollout's. --json writes the rows.
+// rollout's, with the fused rollout step (engine/cuda/rollout_step.cu). --json writes the rows.
 // On the SIMT build the "device" is the CPU emulator: timings are meaningless, so it says so and
 // runs one tiny call of each op as a smoke test.
 #include <algorithm>
@@ -21,6 +21,8 @@
 #include "bench/device_ceiling.h"
 #include "bench/host_ceiling.h"
 #include "core/cuda_check.h"
+#include "engine/cuda/rollout_step.h"
+#include "env/games.h"
 #include "kernels/adamw.h"
 #include "kernels/gelu.h"
 #include "kernels/grad_norm.h"
@@ -66,7 +68,7 @@ struct Op {
 struct Case {
   Shape s;
   Dev x, w, b, obs, win, y, z, mean, rstd, dw, db, dg, scratch, epoch_buf;
-  Dev logits, adv, ret, dlogits, actions, logp, stats, out, scalars, params, grads, m, v, red;
+  Dev logits, adv, ret, dlogits, actions, logp, stats, out, scalars, params, grads, m, v, red, games;
   std::vector<Op> ops;
   static constexpr int D = 10;
 
@@ -101,7 +103,10 @@ struct Case {
         m(size_t(sh.H) * sh.H),
         v(size_t(sh.H) * sh.H),
         red(std::max({grad_norm_scratch_floats(size_t(sh.H) * sh.H), normalize_advantages_scratch_floats(sh.M),
-                      policy_loss_scratch_floats(sh.M), mean_scratch_floats(sh.M)})) {
+                      policy_loss_scratch_floats(sh.M), mean_scratch_floats(sh.M)})),
+        games(games_state_bytes(GameConfig{}, sh.M) / sizeof(float) + 1) {
+    // Every game at the all-zero state (sprite at column 0, no fruit): a valid state to step.
+    CUDA_CHECK(cudaMemset(games.p, 0, games_state_bytes(GameConfig{}, sh.M)));
     CUDA_CHECK(cudaMemset(epoch_buf.p, 0, sizeof(uint32_t)));
     CUDA_CHECK(cudaMemset(actions.p, 0, size_t(sh.M) * sizeof(int32_t)));  // action 0: valid
     CUDA_CHECK(cudaMemset(m.p, 0, size_t(sh.H) * sh.H * sizeof(float)));
@@ -138,9 +143,22 @@ struct Case {
     auto* ts_d = reinterpret_cast<TrainScalars*>(scalars.p);
     const size_t P = size_t(H) * H;
     const int N = s.N, T = M / N;
-    if (s.every || M == N)
+    if (s.every || M == N) {
       ops.push_back(
           {"sample_actions", 0, 20.0 * M, [=] { sample_actions_cuda(logits.p, M, 42, ep, 5, act_i, logp.p, st); }});
+      // One rollout step after its fc1 product, M games (Ops::rollout_step): parameters from the
+      // buffers above (fc_out's 3 x H rows are the first of w), a1 = x, next step into y and z.
+      const GameConfig game{};
+      Ops::RolloutStep rs{};
+      rs.p = ParamViews{win.p, b.p, b.p, w.p, b.p, w.p, b.p};
+      rs.now.a1 = x.p, rs.now.logits = logits.p;
+      rs.next.h0 = y.p, rs.next.h1 = z.p, rs.next.ln_mean = mean.p, rs.next.ln_rstd = rstd.p;
+      rs.obs_next = obs.p, rs.actions = act_i, rs.rewards = ret.p;
+      rs.games = make_games_view(game, M, games.p);
+      rs.seed = 42, rs.epoch = ep, rs.dropout = 0.1f, rs.t = 5, rs.N = M, rs.D = D, rs.H = H;
+      ops.push_back({"rollout_step (fused)", 2.0 * MH * (3 + D), 12.0 * MH + 164.0 * M,
+                     [=] { rollout_step_cuda(game, rs, st); }});
+    }
     if (s.every || M > N) {
       const AdamWConfig adam{};
       ops.push_back({"policy_loss", 0, 32.0 * M, [=] {
