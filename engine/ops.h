@@ -106,7 +106,9 @@ class Ops {
   //   its LayerNorm with the residual (h1, mean, rstd).
   // h2 is not part of the result (the loss pass draws its own mask and recomputes it): the
   // default (ops.cpp, those ops in turn) uses now.h2 as work space, a fused kernel never
-  // writes it. The CUDA executor runs it as one kernel (engine/cuda/rollout_step.cu).
+  // writes it. The CUDA executor runs it as one kernel (engine/cuda/rollout_step.cu), whose
+  // sums and LayerNorm merge run in their own order: its rows equal the separate ops' within
+  // the fp32 tolerances, not bit for bit, and its fc_in and fc_out stay fp32 under --tf32.
   struct RolloutStep {
     ParamViews p;
     PolicyActs now;    // rows of step t: a1 read, logits written, h2 work space

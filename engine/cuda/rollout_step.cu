@@ -127,6 +127,8 @@ void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaSt
   if (s.D != game.obs_dim() || s.D > kMaxObs) bad("observation size " + std::to_string(s.D) + " is not the game's");
   if (s.N != s.games.n) bad("N = " + std::to_string(s.N) + " but " + std::to_string(s.games.n) + " games");
   if (s.epoch == nullptr) bad("needs the epoch counter");
+  check_dropout(DropoutSpec{s.dropout, s.seed, Purpose::DropoutRollout, s.epoch, s.t}, "rollout_step_cuda");
+  check_games_args(game, s.games);
   if (s.N == 0) return;
   const ParamViews& p = s.p;
   bool vec = s.H % 4 == 0;

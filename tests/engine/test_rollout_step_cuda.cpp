@@ -130,6 +130,8 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
   same_bytes(hb.games.fruit_y, size_t(N) * c.game.max_fruits * 4, "fruit rows");
   same_bytes(hb.games.active, size_t(N) * 4, "active fruits");
   same_bytes(hb.games.steps, size_t(N) * 4, "steps");
+  same_bytes(hb.games.bottomed, size_t(N) * 4, "fruits bottomed");
+  same_bytes(hb.games.caught, size_t(N) * 4, "fruits caught");
   const auto logits = view<float>(base, hs.now.logits, a.host, size_t(N) * kActions);
   EXPECT_TRUE(all_close(logits, host_view(hs.now.logits, size_t(N) * kActions))) << "logits";
   EXPECT_LE(rel_l2(logits, host_view(hs.now.logits, size_t(N) * kActions)), 1e-5);
@@ -144,9 +146,11 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
     }
   } else {
     // The last step has no next one: its `next` views alias step t's own rows (step_of), whose
-    // h0 nobody computed here, so the poison there must survive.
-    const auto h0 = view<float>(base, hs.now.h0, a.host, size_t(N) * H);
-    for (float x : h0) ASSERT_TRUE(std::isnan(x)) << "the last step wrote an h0 row";
+    // trunk nobody computed here, so the poison there must survive.
+    for (auto [p, n, what] :
+         {std::tuple{hs.now.h0, size_t(N) * H, "h0"}, std::tuple{hs.now.h1, size_t(N) * H, "h1"},
+          std::tuple{hs.now.ln_mean, size_t(N), "mean"}, std::tuple{hs.now.ln_rstd, size_t(N), "rstd"}})
+      for (float x : view<float>(base, p, a.host, n)) ASSERT_TRUE(std::isnan(x)) << "the last step wrote " << what;
   }
 }
 
@@ -157,20 +161,28 @@ TEST(RolloutStepCuda, MatchesHostTwinMidRollout) {
   expect_fused_step_matches_host_twin(c, 1);
 }
 
-TEST(RolloutStepCuda, MatchesHostTwinWithoutDropoutAndRaggedHidden) {
+TEST(RolloutStepCuda, MatchesHostTwinAtARaggedHiddenSize) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
-  c.hidden_size = 37;  // not a multiple of 4: the scalar path of every load
-  c.dropout = 0.f;
+  c.hidden_size = 37;  // not a multiple of 4: the scalar path of every load, a partial last group
   c.batch_size = 5;
   c.max_steps = 3;
+  expect_fused_step_matches_host_twin(c, 0);
+}
+
+TEST(RolloutStepCuda, MatchesHostTwinWideRaggedAndWithoutDropout) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 1002;  // 251 column groups: threads loop over two, the last one partial
+  c.dropout = 0.f;
+  c.max_steps = 2;
   expect_fused_step_matches_host_twin(c, 0);
 }
 
 TEST(RolloutStepCuda, MatchesHostTwinAtTheSmallPresetsWidth) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
-  c.hidden_size = 512;  // four column groups per thread
+  c.hidden_size = 512;  // 128 column groups: one per thread
   c.game = GameConfig{};
   c.batch_size = 2;
   c.max_steps = 3;
