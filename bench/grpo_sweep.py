@@ -4,7 +4,7 @@
 Usage:
   bench/grpo_sweep.py --grpo build/simt/grpo --out DIR [--jobs 2] [--seeds 1,2,3]
                       [--config NAME='FLAGS' ...] [--epochs 200]
-  bench/grpo_sweep.py --summarize DIR [DIR ...] [--json OUT.json] [--plot OUT.png]
+  bench/grpo_sweep.py --summarize DIR [DIR ...] [--json OUT.json] [--plot OUT.png] [--highlight NAME]
 
 Every run is `grpo train --preset small --backend host --algo grpo --patience 0 --seed S FLAGS`
 into DIR/NAME/seed-S, one thread each (OMP_NUM_THREADS=1), --jobs at a time. A finished run
@@ -92,18 +92,22 @@ def summarize(dirs):
     return runs, table
 
 
-def plot(runs, path):
+def plot(runs, path, highlight=None):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(9, 5))
+    palette = plt.get_cmap("tab20").colors
     colours = {}
     for r in runs:
-        c = colours.setdefault(r["config"], f"C{len(colours) % 10}")
+        mine = r["config"] == highlight
+        c = "k" if mine else colours.setdefault(r["config"], palette[len(colours) % len(palette)])
         s = r["scores"]
         smooth = [sum(s[max(0, i - 9):i + 1]) / len(s[max(0, i - 9):i + 1]) for i in range(len(s))]
         label = r["config"] if sum(1 for x in runs[:runs.index(r)] if x["config"] == r["config"]) == 0 else None
-        ax.plot(range(len(s)), smooth, color=c, lw=1.2, label=label)
+        if mine and label:
+            label += " (the defaults)"
+        ax.plot(range(len(s)), smooth, color=c, lw=2.0 if mine else 1.0, label=label, zorder=3 if mine else 2)
     ax.axhline(11, color="k", ls="--", lw=0.8, label="heuristic level (+11)")
     ax.set_xlabel("epoch")
     ax.set_ylabel("mean score (trailing 10 epochs)")
@@ -125,6 +129,7 @@ def main():
     ap.add_argument("--summarize", nargs="+")
     ap.add_argument("--json")
     ap.add_argument("--plot")
+    ap.add_argument("--highlight", help="configuration drawn in black, thicker (the defaults)")
     a = ap.parse_args()
     if a.summarize:
         runs, table = summarize(a.summarize)
@@ -141,7 +146,7 @@ def main():
                 json.dump({"runs": [{k: v for k, v in r.items() if k != "scores"} for r in runs], "configs": table},
                           f, indent=1)
         if a.plot:
-            plot(runs, a.plot)
+            plot(runs, a.plot, a.highlight)
         return 0
     if not a.grpo or not a.out or not a.config:
         ap.error("--grpo, --out and at least one --config are needed (or --summarize)")
