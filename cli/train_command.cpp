@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "engine/checkpoint/checkpoint.h"
+#include "engine/checkpoint/writer.h"
 #include "engine/checkpoint/config.h"
 #include "engine/checkpoint/resume.h"
 #include "cli/commands.h"
@@ -112,17 +113,21 @@ struct TrainCommandState {
 };
 
 // Where checkpoints go and which one is the last good one (reported when a run fails).
+// The state is copied out here (get_state waits for the epochs in flight); the file is written
+// by the writer's thread while the loop goes on (engine/checkpoint/writer.h).
 struct Saver {
   const TrainConfig& c;
   Executor& ex;
-  std::string last_good;
+  CheckpointWriter writer;
 
+  Saver(const TrainConfig& config, Executor& executor, const std::string& resumed_from)
+      : c(config), ex(executor), writer(resumed_from) {}
   std::string save(const std::string& name, float best_score, uint32_t best_epoch) {
     const std::string path = (std::filesystem::path(c.out_dir) / name).string();
-    save_checkpoint(path, c, ex.get_state(), best_score, best_epoch);
-    last_good = path;
+    writer.submit(path, c, ex.get_state(), best_score, best_epoch);
     return path;
   }
+  std::string last_good() const { return writer.last_good(); }
 };
 
 int run_train(CLI::App& app, const TrainCommandState& st) {
@@ -199,7 +204,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (resuming) std::fprintf(stderr, "grpo train: resuming %s at epoch %u\n", st.resume.c_str(), start_epoch);
   std::fprintf(stderr, "grpo train: writing %s and checkpoints in %s\n", c.metrics_path.c_str(), c.out_dir.c_str());
 
-  Saver saver{c, *ex, resuming ? st.resume : ""};
+  Saver saver(c, *ex, resuming ? st.resume : "");
   const uint32_t log_every = std::max(1, c.total_epochs / 100);
   TrainHooks hooks;
   hooks.on_epoch = [&](const EpochReport& r) {
@@ -243,7 +248,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   auto survivor = [&](const std::exception& e) {
     return std::runtime_error(
         std::string(e.what()) + "; " +
-        (saver.last_good.empty() ? "no checkpoint was written" : "last good checkpoint: " + saver.last_good));
+        (saver.last_good().empty() ? "no checkpoint was written" : "last good checkpoint: " + saver.last_good()));
   };
   install_stop_handlers();
   TrainResult res;
@@ -263,9 +268,15 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
               res.early_stopped ? " (early stop: no better score for --patience epochs)" : "");
   if (res.nonfinite) {
     remove_stop_handlers();
-    std::fprintf(
-        stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n", res.last_epoch,
-        saver.last_good.empty() ? "no checkpoint was written" : ("last good checkpoint: " + saver.last_good).c_str());
+    try {
+      saver.writer.drain();  // the writes already queued are the good ones
+    } catch (const std::runtime_error& e) {
+      throw survivor(e);
+    }
+    std::fprintf(stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n",
+                 res.last_epoch,
+                 saver.last_good().empty() ? "no checkpoint was written"
+                                           : ("last good checkpoint: " + saver.last_good()).c_str());
     return 1;
   }
   // Every epoch run is consumed here: the checkpoint's best score and epoch are exact.
@@ -273,6 +284,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   try {
     path = saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors", res.best_score,
                       res.best_epoch);
+    saver.writer.drain();
   } catch (const std::runtime_error& e) {
     throw survivor(e);
   }
