@@ -111,6 +111,10 @@ void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float
                          cudaStream_t stream) {
   check_linear_shape(M, N, K, "linear_forward_cuda");
   if (M == 0) return;
+  if (linear_forward_takes_few_rows(M, N, K, blas.tf32())) {
+    linear_forward_few_rows_cuda(X, W, bias, Y, M, N, K, stream);
+    return;
+  }
   blas.gemm(true, false, N, M, K, W, K, X, K, Y, N, false, stream);
   if (bias == nullptr) return;
   const bool vec = N % 4 == 0 && aligned16(Y) && aligned16(bias);

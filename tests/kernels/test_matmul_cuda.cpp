@@ -16,7 +16,9 @@ using test::rel_l2;
 struct Shape {
   int M, N, K;
 };
-const Shape kShapes[] = {{37, 23, 19}, {5, 3, 70}, {64, 128, 33}, {2, 1, 1}};
+// cuBLASLt's shapes: fewer than 32 outputs or inputs, or more than kFewRowsMax rows (the few-row
+// kernel has its own test, test_matmul_few_rows_cuda.cpp).
+const Shape kShapes[] = {{37, 23, 19}, {5, 3, 70}, {64, 128, 20}, {300, 40, 33}, {2, 1, 1}};
 
 TEST(MatmulCuda, ForwardMatchesHostWithAndWithoutBias) {
   GRPO_REQUIRE_DEVICE();

@@ -1,0 +1,76 @@
+// The few-row product (kernels/matmul_few_rows.cu) against the host twin (OpenBLAS): ragged
+// tiles in every dimension, with and without bias, nothing written outside Y (a poisoned guard
+// after it), the same bits on every call, and linear_forward_cuda taking it exactly where
+// linear_forward_takes_few_rows says. Fresh inputs each run; the seed is printed on failure.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "tests/test_util.h"
+
+namespace grpo::test {
+namespace {
+
+struct Shape {
+  int M, N, K;
+};
+
+TEST(MatmulFewRowsCuda, MatchesHostWithRaggedTilesAndWritesOnlyY) {
+  GRPO_REQUIRE_DEVICE();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  uint64_t s = seed;
+  // Small, because the emulator runs every shared-memory access through its checks: ragged in
+  // rows (19: a partial tile of 16), columns (33, 35) and the sum (40, 70: partial chunks of 32).
+  const Shape shapes[] = {{19, 33, 40}, {17, 35, 70}, {1, 32, 32}, {5, 3, 7}};
+  for (const Shape& sh : shapes) {
+    const auto X = random_floats(size_t(sh.M) * sh.K, ++s), W = random_floats(size_t(sh.N) * sh.K, ++s);
+    const auto b = random_floats(sh.N, ++s);
+    DeviceBuffer<float> dX(X), dW(W), db(b);
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << sh.M << "x" << sh.N << "x" << sh.K << " bias " << with_bias);
+      std::vector<float> want(size_t(sh.M) * sh.N);
+      linear_forward_host(X.data(), W.data(), with_bias ? b.data() : nullptr, want.data(), sh.M, sh.N, sh.K);
+      const size_t guard = 64;
+      DeviceBuffer<float> dY(poisoned(want.size() + guard));
+      linear_forward_few_rows_cuda(dX.get(), dW.get(), with_bias ? db.get() : nullptr, dY.get(), sh.M, sh.N, sh.K,
+                                   nullptr);
+      const auto got = dY.download();
+      const std::vector<float> y(got.begin(), got.begin() + long(want.size()));
+      EXPECT_TRUE(all_close(y, want));
+      EXPECT_LE(rel_l2(y, want), 1e-5);
+      for (size_t i = want.size(); i < got.size(); ++i) ASSERT_TRUE(std::isnan(got[i])) << "wrote past Y at " << i;
+      if (&sh != &shapes[0]) continue;
+      linear_forward_few_rows_cuda(dX.get(), dW.get(), with_bias ? db.get() : nullptr, dY.get(), sh.M, sh.N, sh.K,
+                                   nullptr);
+      EXPECT_EQ(std::memcmp(dY.download().data(), got.data(), got.size() * sizeof(float)), 0)
+          << "a second call gave other bits";
+    }
+  }
+}
+
+TEST(MatmulFewRowsCuda, LinearForwardTakesItExactlyWhereItSays) {
+  GRPO_REQUIRE_DEVICE();
+  EXPECT_TRUE(linear_forward_takes_few_rows(136, 512, 512, false));  // the small preset's rollout fc1
+  EXPECT_FALSE(linear_forward_takes_few_rows(136, 512, 512, true));  // TF32 stays on cuBLASLt
+  EXPECT_FALSE(linear_forward_takes_few_rows(544, 2048, 2048, false));
+  EXPECT_FALSE(linear_forward_takes_few_rows(136, 3, 512, false));   // fc_out: three outputs
+  EXPECT_FALSE(linear_forward_takes_few_rows(136, 512, 10, false));  // fc_in: ten inputs
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  Blas blas;
+  for (const Shape sh : {Shape{20, 32, 40}, Shape{300, 32, 40}}) {
+    DeviceBuffer<float> dX(random_floats(size_t(sh.M) * sh.K, seed)), dW(random_floats(size_t(sh.N) * sh.K, seed + 1));
+    DeviceBuffer<float> viaLinear(poisoned(size_t(sh.M) * sh.N)), direct(poisoned(size_t(sh.M) * sh.N));
+    linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, viaLinear.get(), sh.M, sh.N, sh.K, nullptr);
+    linear_forward_few_rows_cuda(dX.get(), dW.get(), nullptr, direct.get(), sh.M, sh.N, sh.K, nullptr);
+    const bool same = viaLinear.download() == direct.download();
+    EXPECT_EQ(same, linear_forward_takes_few_rows(sh.M, sh.N, sh.K, false)) << sh.M << " rows";
+    EXPECT_LE(rel_l2(viaLinear.download(), direct.download()), 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace grpo::test
