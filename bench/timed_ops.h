@@ -139,6 +139,10 @@ class TimedOps final : public Ops {
   void mean_i32(const int32_t* x, int n, float* out, float* s) override {
     GRPO_TIMED("metrics", in_.mean_i32(x, n, out, s));
   }
+  void best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
+                     TrainScalars* best_scalars) override {
+    GRPO_TIMED("metrics", in_.best_snapshot(s, slabs, n, best, best_scalars));
+  }
   void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) override {
     GRPO_TIMED("metrics", in_.snapshot_metrics(s, ring));
   }

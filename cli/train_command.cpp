@@ -128,6 +128,20 @@ struct Saver {
     return path;
   }
   std::string last_good() const { return writer.last_good(); }
+
+  // best.safetensors from the executor's snapshot of the best epoch (kernels/best_snapshot.h):
+  // written at the checkpoints and at the end, only when a new best was seen since the last.
+  bool best_pending = false;
+  void save_best(const TrainResult& r) {
+    if (!best_pending) return;
+    RunState s = ex.best_state();
+    if (s.scalars.epoch != r.best_epoch || s.scalars.best_score != r.best_score)
+      throw std::logic_error("the best-state snapshot (epoch " + std::to_string(s.scalars.epoch) +
+                             ") is not the best epoch the trainer saw (" + std::to_string(r.best_epoch) + ")");
+    writer.submit((std::filesystem::path(c.out_dir) / "best.safetensors").string(), c, std::move(s), r.best_score,
+                  r.best_epoch);
+    best_pending = false;
+  }
 };
 
 int run_train(CLI::App& app, const TrainCommandState& st) {
@@ -222,16 +236,11 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
     else if (r.m.epoch % log_every == 0 || r.m.epoch + 1 == uint32_t(c.total_epochs))
       std::fprintf(stderr, "%s\n", line);
   };
-  // best.safetensors: the trainer learns epoch e's score while epoch e+1 runs (metrics lag one
-  // epoch), so the state saved here is the one after epoch e+1's update, one update later than
-  // the reference's "save after the best epoch's step" (and two after the parameters that played
-  // the scoring rollout). Keeping an exact copy would need a device-side snapshot of the
-  // parameter slab every epoch (a copy node in the graph, 1/4 of the slabs' memory again); one
-  // update of AdamW at the learning rate is a small step, so we take the honest shortcut and
-  // record it: the metadata's "epoch" is the state's (epochs completed), "best_epoch" the epoch
-  // that scored. A resume from best.safetensors continues the parameters, moments and random
-  // streams exactly, but does not report epoch best_epoch+1's metrics again.
-  hooks.on_best = [&](const EpochReport& r) { saver.save("best.safetensors", r.best_score, r.best_epoch); };
+  // best.safetensors holds the state that played the best epoch e, as a checkpoint taken before e
+  // would: its parameters, moments and scalars (epoch e), kept by the executor without a pause
+  // (kernels/best_snapshot.h) and written with the next checkpoint or at the end. A resume from
+  // it replays epoch e exactly.
+  hooks.on_best = [&](const EpochReport&) { saver.best_pending = true; };
   ProfileRange profile(c.profile_first, c.profile_last, ex->on_device());
   if (c.profile_first >= 0 && !ex->on_device())
     std::fprintf(stderr, "grpo train: --profile-epochs has no effect on the host executor\n");
@@ -240,6 +249,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
     return c.checkpoint_every > 0 && next_epoch % uint32_t(c.checkpoint_every) == 0;
   };
   hooks.on_checkpoint = [&](const TrainResult& r) {
+    saver.save_best(r);
     saver.save(checkpoint_file_name(start_epoch + (r.epochs_run)), r.best_score, r.best_epoch);
   };
   hooks.stop_requested = [] { return stop_signal() != 0; };
@@ -269,7 +279,8 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   if (res.nonfinite) {
     remove_stop_handlers();
     try {
-      saver.writer.drain();  // the writes already queued are the good ones
+      saver.save_best(res);  // the best epoch's state is finite: it came before the failure
+      saver.writer.drain();
     } catch (const std::runtime_error& e) {
       throw survivor(e);
     }
@@ -282,6 +293,7 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
   // Every epoch run is consumed here: the checkpoint's best score and epoch are exact.
   std::string path;
   try {
+    saver.save_best(res);
     path = saver.save(res.interrupted ? checkpoint_file_name(res.last_epoch + 1) : "final.safetensors", res.best_score,
                       res.best_epoch);
     saver.writer.drain();

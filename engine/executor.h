@@ -27,6 +27,10 @@ class Executor {
   // Synchronous state transfer: at setup, for checkpoints, never inside an epoch.
   virtual void set_state(const RunState& s) = 0;
   virtual RunState get_state() = 0;
+  // The state that played the best-scoring epoch so far (kernels/best_snapshot.h): params, zero
+  // gradients, m, v and the scalars at the start of that epoch, with its score as best_score.
+  // Synchronous like get_state. Meaningless before an epoch has run.
+  virtual RunState best_state() = 0;
   // Enqueues the next epoch (the one named by the scalars' epoch counter); may return at once.
   virtual void launch_epoch() = 0;
   // Blocks until epoch `epoch` has finished and returns its metrics snapshot.

@@ -67,6 +67,8 @@ ArenaLayout::ArenaLayout(const TrainConfig& c) {
   games = take(games_state_bytes(c.game, int(N)));
   adv_stats = take(2 * sizeof(float));
   scalars = take(sizeof(TrainScalars));
+  best = take(3 * params.total * sizeof(float));
+  best_scalars = take(sizeof(TrainScalars));
   metrics = take(kMetricsRing * sizeof(TrainScalars));
   scratch = take(scratch_floats * sizeof(float));
   total = at;

@@ -66,11 +66,12 @@ struct ArenaLayout {
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
   // Backward: trunk_work holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
   size_t trunk_work, dlogits;
-  size_t games;      // the vectorised game state
-  size_t adv_stats;  // mean and std of the returns (2 floats)
-  size_t scalars;    // TrainScalars
-  size_t metrics;    // the device-side metrics ring (kMetricsRing TrainScalars)
-  size_t scratch;    // reductions' partial results
+  size_t games;               // the vectorised game state
+  size_t adv_stats;           // mean and std of the returns (2 floats)
+  size_t scalars;             // TrainScalars
+  size_t best, best_scalars;  // the best epoch's params, m and v (3 slabs), and its TrainScalars
+  size_t metrics;             // the device-side metrics ring (kMetricsRing TrainScalars)
+  size_t scratch;             // reductions' partial results
   size_t scratch_floats;
   size_t total;  // bytes
 

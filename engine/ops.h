@@ -175,6 +175,9 @@ class Ops {
   virtual void mean_f32(const float* x, int n, float* out, float* scratch) = 0;
   virtual void mean_i32(const int32_t* x, int n, float* out, float* scratch) = 0;
   virtual void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) = 0;
+  // The best epoch's state (kernels/best_snapshot.h): slabs are the 4 slabs of n floats each.
+  virtual void best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
+                             TrainScalars* best_scalars) = 0;
 
   virtual void zero(void* p, size_t bytes) = 0;
   // Profiling ranges (NVTX on the CUDA executor in eager mode); no-ops elsewhere.

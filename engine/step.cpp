@@ -31,6 +31,8 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   b.games = make_games_view(c.game, c.games(), base + al.games);
   b.scalars = reinterpret_cast<TrainScalars*>(base + al.scalars);
   b.ring = reinterpret_cast<TrainScalars*>(base + al.metrics);
+  b.best = f(al.best);
+  b.best_scalars = reinterpret_cast<TrainScalars*>(base + al.best_scalars);
   return b;
 }
 
@@ -125,6 +127,10 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   ops.range_push("rollout");
   ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H});
   ops.range_pop();
+  // The epoch's score is known once its games are played: the state that played them is kept
+  // when it is a new best, before any update changes it.
+  ops.mean_i32(b.games.score, N, &b.scalars->score, b.scratch);
+  ops.best_snapshot(b.scalars, b.params, b.n_params, b.best, b.best_scalars);
 
   // Both paths end inside the "optimizer" range, which the metrics share.
   if (c.algo == Algo::Grpo) {
@@ -152,7 +158,6 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   }
   // 8. Metrics, then the schedule and counters move on.
   ops.mean_f32(b.rewards + size_t(T - 1) * N, N, &b.scalars->reward, b.scratch);
-  ops.mean_i32(b.games.score, N, &b.scalars->score, b.scratch);
   ops.snapshot_metrics(b.scalars, b.ring);
   ops.advance_schedule(b.scalars);
   ops.range_pop();

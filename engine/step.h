@@ -24,6 +24,8 @@ struct StepBuffers {
   GamesView games;
   TrainScalars* scalars;
   TrainScalars* ring;  // kMetricsRing snapshots
+  float* best;         // the best epoch's params, m, v (kernels/best_snapshot.h)
+  TrainScalars* best_scalars;
 
   // slabs: 4 consecutive slabs (params, grads, m, v) of ParamLayout::total floats each.
   static StepBuffers over(float* slabs, void* arena, const TrainConfig& c);

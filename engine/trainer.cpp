@@ -34,13 +34,17 @@ TrainResult train_loop(const TrainConfig& c, Executor& ex, uint32_t start_epoch,
     r.last_epoch = e;
     r.epochs_run = e - start_epoch + 1;
     rep.epochs_per_s = r.epochs_run / std::max(since(t0), 1e-9);
-    if (rep.m.nonfinite != 0 || !std::isfinite(rep.m.loss)) {
-      r.nonfinite = true;
-      stop = true;
-    } else if (rep.m.score > r.best_score) {
+    // The score is the rollout's, played by finite parameters before the epoch's updates, so it
+    // counts even when those updates turn out non-finite (the executor's best-state snapshot
+    // takes it too, kernels/best_snapshot.h).
+    if (rep.m.score > r.best_score) {
       r.best_score = rep.m.score;
       r.best_epoch = e;
       if (hooks.on_best) hooks.on_best(rep);
+    }
+    if (rep.m.nonfinite != 0 || !std::isfinite(rep.m.loss)) {
+      r.nonfinite = true;
+      stop = true;
     }
     rep.best_score = r.best_score;
     rep.best_epoch = r.best_epoch;

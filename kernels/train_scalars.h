@@ -7,13 +7,15 @@
 //   adamw           reads lr, adam_step, clip_scale, nonfinite; writes NO scalar (it runs on
 //                   many blocks, and a single writer avoids any race): it uses t = adam_step + 1
 //   advance_schedule (one thread, last kernel of the epoch): if nonfinite, skipped_updates += 1,
-//                   else adam_step += 1; clears nonfinite; epoch += 1; lr = scheduled_lr(*this)
+//                   else adam_step += 1; clears nonfinite; best_score = max(best_score, score);
+//                   epoch += 1; lr = scheduled_lr(*this)
 //   finish_update   (one thread; between the updates of an epoch that makes several): the first
 //                   half of advance_schedule, without the epoch and lr
 // So at any time between epochs adam_step counts the updates applied so far (PyTorch's
 // state['step']) and lr is the learning rate of the epoch about to run.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "core/host_device.h"
@@ -37,7 +39,8 @@ struct TrainScalars {
   float reward;               // mean over games of r_{T-1} (a metric, written by its kernel)
   float score;                // mean over games of the final score (a metric)
   uint32_t lr_anneal_epochs;  // 0: StepLR alone; N > 0: StepLR times a linear decay to 0 at epoch N
-  uint32_t reserved[4];       // keeps the struct 64 bytes; zero
+  float best_score;           // the best score so far (kernels/best_snapshot.h); lowest float: none
+  uint32_t reserved[3];       // keeps the struct 64 bytes; zero
 };
 static_assert(std::is_trivially_copyable<TrainScalars>::value && std::is_standard_layout<TrainScalars>::value,
               "TrainScalars is copied to and from the device as bytes");
@@ -78,6 +81,7 @@ inline TrainScalars train_scalars_start(float lr0, uint32_t epoch = 0, uint32_t 
   s.lr_anneal_epochs = lr_anneal_epochs;
   s.lr = scheduled_lr(s);
   s.clip_scale = 1.0f;
+  s.best_score = std::numeric_limits<float>::lowest();
   return s;
 }
 
@@ -95,6 +99,7 @@ GRPO_HD void finish_update_one(TrainScalars* s) {
 // The end-of-epoch bookkeeping described above, shared by the kernel and the host twin.
 GRPO_HD void advance_schedule_one(TrainScalars* s) {
   finish_update_one(s);
+  if (s->score > s->best_score) s->best_score = s->score;
   s->epoch += 1;
   s->lr = scheduled_lr(*s);
 }

@@ -65,6 +65,7 @@ nlohmann::ordered_json scalars_to_json(const TrainScalars& s) {
           {"lr0", s.lr0},
           {"lr", s.lr},
           {"lr_anneal_epochs", s.lr_anneal_epochs},
+          {"best_score", s.best_score},
           {"grad_norm", s.grad_norm},
           {"clip_scale", s.clip_scale},
           {"nonfinite", s.nonfinite},
@@ -118,6 +119,9 @@ TrainScalars scalars_from_json(const std::string& path, const nlohmann::json& j)
   f32("lr", s.lr, true);
   // Checkpoints from before --lr-schedule hold no such field: their schedule is StepLR alone.
   if (j.contains("lr_anneal_epochs")) u32("lr_anneal_epochs", s.lr_anneal_epochs);
+  // ... nor a best score of the device's own: none yet (the snapshot then takes the next epoch).
+  s.best_score = std::numeric_limits<float>::lowest();
+  if (j.contains("best_score")) f32("best_score", s.best_score, true);
   f32("grad_norm", s.grad_norm, false);
   f32("clip_scale", s.clip_scale, false);
   u32("nonfinite", s.nonfinite);

@@ -84,6 +84,18 @@ class CudaExecutor final : public Executor {
     return s;
   }
 
+  RunState best_state() override {
+    const size_t n = layout_.total;
+    RunState s;
+    s.slabs.assign(4 * n, 0.f);
+    CUDA_CHECK(cudaMemcpyAsync(s.slabs.data(), buffers_.best, n * sizeof(float), cudaMemcpyDeviceToHost, stream()));
+    CUDA_CHECK(cudaMemcpyAsync(s.slabs.data() + 2 * n, buffers_.best + n, 2 * n * sizeof(float), cudaMemcpyDeviceToHost,
+                               stream()));
+    CUDA_CHECK(cudaMemcpyAsync(&s.scalars, buffers_.best_scalars, sizeof s.scalars, cudaMemcpyDeviceToHost, stream()));
+    CUDA_CHECK(cudaStreamSynchronize(stream()));
+    return s;
+  }
+
   void launch_epoch() override {
     const uint32_t slot = launched_ % kMetricsRing;
     if (!cfg_.use_graph || !warmed_up_) {

@@ -3,6 +3,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "engine/cuda/rollout_step.h"
+#include "kernels/best_snapshot.h"
 #include "engine/metrics_ring.h"
 #include "core/cuda_check.h"
 #include "kernels/gelu.h"
@@ -87,6 +88,10 @@ void CudaOps::mean_i32(const int32_t* x, int n, float* out, float* scratch) {
   mean_i32_cuda(x, n, out, scratch, stream_);
 }
 void CudaOps::snapshot_metrics(const TrainScalars* s, TrainScalars* ring) { snapshot_metrics_cuda(s, ring, stream_); }
+void CudaOps::best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
+                            TrainScalars* best_scalars) {
+  best_snapshot_cuda(s, slabs, n, best, best_scalars, stream_);
+}
 void CudaOps::zero(void* p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
 void CudaOps::range_push(const char* name) {
   if (ranges_) nvtxRangePushA(name);

@@ -57,6 +57,15 @@ class HostExecutor final : public Executor {
     s.scalars = *buffers_.scalars;
     return s;
   }
+  RunState best_state() override {
+    const size_t n = layout_.total;
+    RunState s;
+    s.slabs.assign(4 * n, 0.f);
+    std::memcpy(s.slabs.data(), buffers_.best, n * sizeof(float));
+    std::memcpy(s.slabs.data() + 2 * n, buffers_.best + n, 2 * n * sizeof(float));
+    s.scalars = *buffers_.best_scalars;
+    return s;
+  }
   void launch_epoch() override { training_step(ops_, buffers_, cfg_); }
   TrainScalars wait_metrics(uint32_t epoch) override { return buffers_.ring[epoch % kMetricsRing]; }
 

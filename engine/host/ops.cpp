@@ -1,4 +1,5 @@
 #include "engine/host/ops.h"
+#include "kernels/best_snapshot.h"
 
 #include <cstring>
 
@@ -93,6 +94,10 @@ void HostOps::advance_schedule(TrainScalars* s) { advance_schedule_host(s); }
 void HostOps::mean_f32(const float* x, int n, float* out, float* scratch) { mean_f32_host(x, n, out, scratch); }
 void HostOps::mean_i32(const int32_t* x, int n, float* out, float* scratch) { mean_i32_host(x, n, out, scratch); }
 void HostOps::snapshot_metrics(const TrainScalars* s, TrainScalars* ring) { snapshot_metrics_host(s, ring); }
+void HostOps::best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
+                            TrainScalars* best_scalars) {
+  best_snapshot_host(s, slabs, n, best, best_scalars);
+}
 void HostOps::zero(void* p, size_t bytes) { std::memset(p, 0, bytes); }
 
 }  // namespace grpo

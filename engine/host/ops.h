@@ -56,6 +56,8 @@ class HostOps final : public Ops {
   void mean_f32(const float* x, int n, float* out, float* scratch) override;
   void mean_i32(const int32_t* x, int n, float* out, float* scratch) override;
   void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) override;
+  void best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
+                     TrainScalars* best_scalars) override;
   void zero(void* p, size_t bytes) override;
 
  private:
