@@ -1,8 +1,12 @@
 #include "engine/signals.h"
 
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 
 namespace grpo {
@@ -12,9 +16,15 @@ namespace {
 volatile sig_atomic_t g_signal = 0;
 char g_partial[4096];
 volatile sig_atomic_t g_has_partial = 0;  // set only once g_partial holds a whole path
+// Held across a PartialFile step (create, rename). atomic_flag is always lock-free, so the handler
+// may spin on it; the step's own thread has the stop signals blocked, so the handler never spins
+// on the thread it interrupted.
+std::atomic_flag g_step = ATOMIC_FLAG_INIT;
 
 void on_stop(int signo) {
   if (g_signal != 0) {  // unlink and _exit are async-signal-safe; _exit skips atexit and buffers on purpose
+    while (g_step.test_and_set(std::memory_order_acquire)) {
+    }  // never released: no other thread creates or renames a partial file again
     if (g_has_partial) (void)unlink(g_partial);
     _exit(stopped_exit_code(signo));
   }
@@ -49,13 +59,54 @@ void remove_stop_handlers() { set_action(SIG_DFL); }
 
 int stop_signal() { return g_signal; }
 
-PartialFile::PartialFile(const char* path) {
+namespace {
+
+// One PartialFile step: the stop signals blocked on this thread, and g_step held.
+class Step {
+ public:
+  Step() {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, &saved_);
+    while (g_step.test_and_set(std::memory_order_acquire)) {
+    }
+  }
+  ~Step() {
+    g_step.clear(std::memory_order_release);
+    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);  // a signal that came meanwhile is handled here
+  }
+  Step(const Step&) = delete;
+  Step& operator=(const Step&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
+}  // namespace
+
+int PartialFile::create(const char* path, int flags, unsigned mode) {
+  const Step step;
+  path_ = path;
   g_has_partial = 0;
-  if (std::strlen(path) >= sizeof g_partial) return;  // too long to keep: left behind, as before
-  std::strcpy(g_partial, path);
-  g_has_partial = 1;
+  if (std::strlen(path) < sizeof g_partial) {  // a longer one is left behind by a second signal
+    std::strcpy(g_partial, path);
+    g_has_partial = 1;
+  }
+  return ::open(path, flags, mode);
 }
 
-PartialFile::~PartialFile() { g_has_partial = 0; }
+int PartialFile::rename_onto(const char* to) {
+  const Step step;
+  const int rc = ::rename(path_, to);
+  g_has_partial = 0;
+  return rc;
+}
+
+PartialFile::~PartialFile() {
+  const Step step;
+  g_has_partial = 0;
+}
 
 }  // namespace grpo

@@ -17,14 +17,25 @@ int stop_signal();
 // The exit code for a run stopped by `signo`: 128 + signo, what a shell reports.
 inline int stopped_exit_code(int signo) { return 128 + signo; }
 
-// While alive, names the temporary file being written, which a second signal removes before
-// the process exits (one at a time; the path must stay valid and under 4 KiB).
+// The temporary file being written, which a second signal removes before the process exits (one
+// at a time; the path must stay valid while the object lives; one over 4 KiB is not removed).
+// Creating it and renaming it onto its final name are each one step that a second signal never
+// splits, whichever thread it lands on: otherwise the checkpoint writer's thread could create the
+// file just after the handler, on another thread, had removed it, and leave it behind.
 class PartialFile {
  public:
-  explicit PartialFile(const char* path);
-  ~PartialFile();
+  PartialFile() = default;
+  ~PartialFile();  // forgets the path
   PartialFile(const PartialFile&) = delete;
   PartialFile& operator=(const PartialFile&) = delete;
+  // Names `path` as the partial file and open()s it with `flags` and `mode`; returns open()'s
+  // result (errno as open() leaves it).
+  int create(const char* path, int flags, unsigned mode);
+  // rename()s the partial file onto `to` and forgets it; returns rename()'s result.
+  int rename_onto(const char* to);
+
+ private:
+  const char* path_ = nullptr;
 };
 
 }  // namespace grpo

@@ -28,8 +28,8 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   // writers (a second grpo on the same --out) from sharing a temporary.
   const std::string tmp =
       (dir / ("." + final_path.filename().string() + ".tmp." + std::to_string(::getpid()))).string();
-  const PartialFile partial(tmp.c_str());  // a second Ctrl-C or SIGTERM removes it
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  PartialFile partial;  // a second Ctrl-C or SIGTERM removes it
+  const int fd = partial.create(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) fail("cannot create", tmp, errno);
   auto abandon = [&](const char* what, int err) {
     ::close(fd);
@@ -49,7 +49,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     fail("closing", path, err);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (partial.rename_onto(path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
     fail("renaming the temporary file onto", path, err);

@@ -63,6 +63,17 @@ bool wait_for_lines(const fs::path& p, size_t n, pid_t pid) {
   return false;
 }
 
+// Until `p` exists, or the process `pid` has ended, or 30 s passed.
+bool wait_for_file(const fs::path& p, pid_t pid) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < until) {
+    if (waitpid(pid, nullptr, WNOHANG) == pid) return false;
+    if (fs::exists(p)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return false;
+}
+
 int sh(const std::string& cmd) {
   const int status = std::system(cmd.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -125,9 +136,12 @@ TEST_F(Sigint, SigtermCheckpointsExits143AndResumesToTheUninterruptedResult) { s
 // checkpoint left behind is whole.
 void second_signal_exits_at_once(int first, int second) {
   const fs::path run = dir("run");
+  // Epochs of about half a second on one core: the window between the two signals. Checkpoints
+  // are written on a thread of their own, so the metrics can run ahead of them: the first
+  // signal waits for a whole checkpoint on disk.
   const pid_t pid =
-      start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1 --hidden-size 512 --max-steps 300");
-  if (!wait_for_lines(run / "metrics.jsonl", 3, pid)) {
+      start_train(run, "--total-epochs 100000 --save-checkpoint-per-num-epoch 1 --hidden-size 512 --max-steps 1000");
+  if (!wait_for_lines(run / "metrics.jsonl", 2, pid) || !wait_for_file(run / checkpoint_file_name(1), pid)) {
     kill(pid, SIGKILL);
     wait_exit(pid);
     FAIL() << "training did not start";
