@@ -4,7 +4,7 @@
 // FLOPs and minimum bytes per call, GFLOP/s or GB/s and the fraction of the ceilings measured
 // here (device copy bandwidth, a large fp32 cuBLAS GEMM). The per-row ops run at every shape;
 // the per-parameter ops (grad_norm, adamw over the H x H fc1 weight) and the loss pass's
-// per-sample ones (policy_loss, returns, advantages, means) at the loss shapes, sampling at the
+// per-sample ones (policy_loss, the two-pass head, returns, advantages, means) at the loss shapes, sampling at the
 // rollout's, with the fused rollout step (engine/cuda/rollout_step.cu). --json writes the rows.
 // On the SIMT build the "device" is the CPU emulator: timings are meaningless, so it says so and
 // runs one tiny call of each op as a smoke test.
@@ -26,6 +26,7 @@
 #include "kernels/adamw.h"
 #include "kernels/gelu.h"
 #include "kernels/grad_norm.h"
+#include "kernels/head_loss.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/policy_head.h"
@@ -86,8 +87,9 @@ struct Case {
         dw(size_t(sh.H) * sh.H),
         db(sh.H),
         dg(sh.H),
-        scratch(2 * std::max(layernorm_residual_backward_scratch_floats(sh.M, sh.H),
-                             bias_gelu_dropout_backward_scratch_floats(sh.M, sh.H))),
+        scratch(2 * std::max({layernorm_residual_backward_scratch_floats(sh.M, sh.H),
+                              bias_gelu_dropout_backward_scratch_floats(sh.M, sh.H),
+                              head_loss_scratch_floats(sh.M, sh.H)})),
         epoch_buf(1),
         logits(size_t(sh.M) * 3, 7),
         adv(sh.M, 8),
@@ -169,6 +171,11 @@ struct Case {
                        policy_loss_cuda(logits.p, act_i, adv.p, M, PolicyObjective{0.01f, logp.p, 0.2f, 0.1f},
                                         dlogits.p, out.p, out.p + 1, red.p, st);
                      }});
+      // The loss pass's head (kernels/head_loss.cu): a1 = x, fc_out's 3 x H rows the first of w.
+      const HeadLossArgs head{x.p,  b.p,      w.p,       b.p, act_i, adv.p, M,    H,     PolicyObjective{},
+                              drop, logits.p, dlogits.p, y.p, db.p,  dw.p,  dg.p, out.p, scratch.p};
+      ops.push_back(
+          {"head_loss (two passes)", 2.0 * MH * 3 * 2, 12.0 * MH + 48.0 * M, [=] { head_loss_cuda(head, st); }});
       ops.push_back({"action_log_probs", 0, 20.0 * M, [=] { action_log_probs_cuda(logits.p, act_i, M, logp.p, st); }});
       const int R = N % 8 == 0 ? 8 : 1;  // groups of 8 replicas (the small preset's --batch-size)
       ops.push_back({"group_normalize_rewards", 0, 12.0 * M,

@@ -32,6 +32,9 @@ class CudaOps final : public Ops {
                                   int N, const DropoutSpec& d, float* scratch) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
+  // The two-pass head of kernels/head_loss.cu instead of the default's seven ops; h2 and dh2 are
+  // left untouched.
+  void policy_head_loss(const HeadLoss& h) override;
   void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                       int32_t* actions) override;
   void policy_loss(const float* logits, const int32_t* actions, const float* adv, int M, const PolicyObjective& obj,

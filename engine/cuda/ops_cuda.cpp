@@ -8,6 +8,7 @@
 #include "core/cuda_check.h"
 #include "kernels/gelu.h"
 #include "kernels/grad_norm.h"
+#include "kernels/head_loss.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "kernels/policy_head.h"
@@ -22,6 +23,11 @@ void CudaOps::games_reset(const GamesView& g, uint64_t seed, const uint32_t* epo
 void CudaOps::games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
                          float* reward, float* obs_next) {
   games_step_cuda(game_, g, actions, seed, epoch, t, reward, obs_next, stream_);
+}
+void CudaOps::policy_head_loss(const HeadLoss& h) {
+  head_loss_cuda(HeadLossArgs{h.a1, h.b1, h.w_out, h.b_out, h.actions, h.adv, h.M, h.H, h.objective, h.drop, h.logits,
+                              h.dlogits, h.da1, h.g_b1, h.g_w_out, h.g_b_out, h.loss, h.scratch},
+                 stream_);
 }
 void CudaOps::linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) {
   linear_forward_cuda(blas_, X, W, b, Y, M, N, K, stream_);

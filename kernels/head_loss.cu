@@ -1,0 +1,163 @@
+// The loss pass's policy head in two row-local passes (contract in head_loss.h).
+#include <stdexcept>
+#include <string>
+
+#include "core/launch.h"
+#include "kernels/activations_colsum.cuh"
+#include "kernels/activations_vec.cuh"
+#include "kernels/gelu.h"
+#include "kernels/head_loss.h"
+#include "kernels/reduce_block.h"
+
+namespace grpo {
+
+namespace {
+
+using head_loss::kPartials;
+using head_loss::kRowsPerBlock;
+constexpr unsigned kThreads = 256;
+constexpr unsigned kWarps = kThreads / 32;
+
+// Pass 1: a warp per row. Lane l takes the column groups l, l + 32, ...: it recomputes h2 there
+// and adds h2 * W_out into the row's three logits, which meet in lane 0 (a fixed shuffle tree).
+// Lane 0 then applies the objective, writes the logits and dlogits and keeps the block's sums of
+// the loss and of dlogits, which block b writes to partials[4b .. 4b+3] (warps added in order).
+__global__ void head_loss_rows_kernel(HeadLossArgs a, bool vec, float* __restrict__ partials) {
+  __shared__ float warp_part[kWarps][kPartials];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const uint32_t epoch = a.drop.p > 0.f ? *a.drop.epoch : 0u;
+  const float scale = dropout_scale(a.drop.p);
+  const float inv_m = 1.f / static_cast<float>(a.M);
+  const unsigned H = unsigned(a.H), groups = (H + 3) / 4;
+  float part[kPartials] = {0.f, 0.f, 0.f, 0.f};  // lane 0's
+  for (unsigned k = warp; k < kRowsPerBlock; k += kWarps) {
+    const size_t r = size_t(blockIdx.x) * kRowsPerBlock + k;
+    if (r >= size_t(a.M)) break;  // the same for the whole warp
+    const float* row = a.a1 + r * H;
+    float s[kActions] = {0.f, 0.f, 0.f};
+    for (unsigned g = lane; g < groups; g += 32) {
+      const unsigned c0 = 4 * g, n = min(4u, H - c0);
+      float x[4], b[4], w[kActions][4];
+      load4(row + c0, n, vec, x);
+      load4(a.b1 + c0, n, vec, b);
+#pragma unroll
+      for (int j = 0; j < kActions; ++j) load4(a.w_out + j * H + c0, n, vec, w[j]);
+      const unsigned keep = dropout_keep4(a.drop.p, a.drop.seed, a.drop.purpose, epoch, a.drop.step, uint32_t(r), g);
+#pragma unroll
+      for (unsigned q = 0; q < 4; ++q) {
+        const float h = (keep >> q & 1u) && q < n ? gelu(x[q] + b[q]) * scale : 0.f;
+#pragma unroll
+        for (int j = 0; j < kActions; ++j) s[j] += h * w[j][q];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kActions; ++j) s[j] = warp_sum(s[j]);
+    if (lane == 0) {
+      float z[kActions], dz[kActions], entropy;
+#pragma unroll
+      for (int j = 0; j < kActions; ++j) z[j] = s[j] + a.b_out[j];
+      part[0] += objective_loss_row(a.objective, z, int(r), a.actions[r], a.adv[r], inv_m, dz, &entropy);
+#pragma unroll
+      for (int j = 0; j < kActions; ++j) {
+        a.logits[kActions * r + j] = z[j];
+        a.dlogits[kActions * r + j] = dz[j];
+        part[1 + j] += dz[j];
+      }
+    }
+  }
+  if (lane == 0)
+#pragma unroll
+    for (unsigned q = 0; q < kPartials; ++q) warp_part[warp][q] = part[q];
+  __syncthreads();
+  if (threadIdx.x < kPartials) {
+    float t = 0.f;
+    for (unsigned w = 0; w < kWarps; ++w) t += warp_part[w][threadIdx.x];
+    partials[size_t(blockIdx.x) * kPartials + threadIdx.x] = t;
+  }
+}
+
+// One block: the loss's mean and g_b_out from pass 1's partials, added in double in a fixed tree.
+__global__ void head_loss_finish_kernel(const float* __restrict__ partials, unsigned blocks, int M,
+                                        float* __restrict__ loss, float* __restrict__ g_b_out) {
+  __shared__ double warp_sums[kWarps];
+  double v[kPartials] = {0.0, 0.0, 0.0, 0.0};
+  for (unsigned i = threadIdx.x; i < blocks; i += kThreads)
+#pragma unroll
+    for (unsigned q = 0; q < kPartials; ++q) v[q] += partials[size_t(i) * kPartials + q];
+#pragma unroll
+  for (unsigned q = 0; q < kPartials; ++q) v[q] = block_sum<kThreads>(v[q], warp_sums);
+  if (threadIdx.x == 0) {
+    *loss = static_cast<float>(v[0] / M);
+#pragma unroll
+    for (int j = 0; j < kActions; ++j) g_b_out[j] = static_cast<float>(v[1 + j]);
+  }
+}
+
+// Pass 2, for 4 columns of a row: recomputes h2 and gelu', writes da1 and adds da1 and
+// dlogits_j * h2 (j = 0, 1, 2) to the four column sums.
+struct HeadGrad {
+  const float *a1, *b1, *w_out, *dlogits;
+  float* da1;
+  int H;
+  DropoutSpec drop;
+  uint32_t epoch;
+  float scale;
+  bool vec;
+  __device__ __forceinline__ void operator()(size_t row, unsigned col0, unsigned n, float (&acc)[4][4]) const {
+    const size_t off = row * H + col0;
+    float x[4], b[4], w[kActions][4], d[4];
+    load4(a1 + off, n, vec, x);
+    load4(b1 + col0, n, vec, b);
+#pragma unroll
+    for (int j = 0; j < kActions; ++j) load4(w_out + j * H + col0, n, vec, w[j]);
+    const float dz0 = dlogits[kActions * row], dz1 = dlogits[kActions * row + 1], dz2 = dlogits[kActions * row + 2];
+    const unsigned keep = dropout_keep4(drop.p, drop.seed, drop.purpose, epoch, drop.step, uint32_t(row), col0 / 4);
+#pragma unroll
+    for (unsigned q = 0; q < 4; ++q) {
+      float grad;
+      const float g = gelu_and_grad(x[q] + b[q], grad);
+      const bool kept = (keep >> q & 1u) && q < n;
+      const float h = kept ? g * scale : 0.f;
+      const float dh = dz0 * w[0][q] + dz1 * w[1][q] + dz2 * w[2][q];
+      d[q] = kept ? dh * scale * grad : 0.f;
+      acc[0][q] += d[q];
+      acc[1][q] += dz0 * h;
+      acc[2][q] += dz1 * h;
+      acc[3][q] += dz2 * h;
+    }
+    store4(da1 + off, n, vec, d);
+  }
+};
+
+__global__ void head_loss_grad_kernel(HeadGrad f, int M, unsigned rows_per_chunk, float* partial) {
+  f.epoch = f.drop.p > 0.f ? *f.drop.epoch : 0u;
+  colsum::stage1<4>(f, M, f.H, rows_per_chunk, partial);
+}
+
+}  // namespace
+
+// Bytes per call: pass 1 reads a1 (4MH) and writes 24M of logits and dlogits; pass 2 reads a1
+// and dlogits and writes da1 (8MH + 12M) plus its partial sums, 32 * chunks * H bytes written and
+// read again (chunks <= 256); W_out, b1 and the partials of pass 1 are small.
+void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
+  check_dropout(a.drop, "head_loss_cuda");
+  if (a.M < 1 || a.H < 1)
+    throw std::invalid_argument("head_loss_cuda: M and H must be >= 1, got M " + std::to_string(a.M) + ", H " +
+                                std::to_string(a.H));
+  const bool vec = a.H % 4 == 0 && aligned16(a.a1) && aligned16(a.b1) && aligned16(a.w_out) && aligned16(a.da1);
+  const unsigned chunks = colsum::chunks(size_t(a.M));
+  float* col_partials = a.scratch;
+  float* row_partials = a.scratch + 4 * size_t(chunks) * size_t(a.H);
+  const unsigned blocks = unsigned(head_loss::pass1_blocks(a.M));
+  launch(head_loss_rows_kernel, blocks, kThreads, 0, stream, a, vec, row_partials);
+  launch(head_loss_finish_kernel, 1, kThreads, 0, stream, static_cast<const float*>(row_partials), blocks, a.M, a.loss,
+         a.g_b_out);
+  const HeadGrad f{a.a1, a.b1, a.w_out, a.dlogits, a.da1, a.H, a.drop, 0u, dropout_scale(a.drop.p), vec};
+  launch(head_loss_grad_kernel, colsum::stage1_grid(a.M, a.H), colsum::stage1_block(), colsum::smem_bytes(4), stream, f,
+         a.M, colsum::rows_per_chunk(size_t(a.M)), col_partials);
+  colsum::finish_cuda(col_partials, chunks, a.H, a.g_b1, a.g_w_out, stream);
+  colsum::finish_cuda(col_partials + 2 * size_t(chunks) * size_t(a.H), chunks, a.H, a.g_w_out + a.H,
+                      a.g_w_out + 2 * size_t(a.H), stream);
+}
+
+}  // namespace grpo

@@ -1,0 +1,180 @@
+// The loss pass's two-pass head on the device (kernels/head_loss.cu, CudaOps::policy_head_loss)
+// against its host twin, Ops::policy_head_loss's default on HostOps (the seven ops in turn): the
+// same logits, dlogits, da1, gradients and loss within the fp32 tolerances, for both objectives,
+// with dropout on and off, on shapes with one row, ragged widths (scalar path), several row
+// chunks and the presets' widths. Inputs are fresh and outputs poisoned; the seed is printed.
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "engine/cuda/ops.h"
+#include "engine/host/ops.h"
+#include "kernels/head_loss.h"
+#include "tests/test_util.h"
+
+namespace grpo::test {
+namespace {
+
+struct Case {
+  int M, H;
+  float p;
+  bool grpo;  // --algo grpo's objective (old log-probabilities, clip, KL) instead of the reference's
+};
+
+struct Inputs {
+  std::vector<float> a1, b1, w_out, b_out, adv, old_logp;
+  std::vector<int32_t> actions;
+};
+
+struct Outputs {
+  std::vector<float> logits, dlogits, da1, g_b1, g_w_out, g_b_out, loss;
+};
+
+Inputs make_inputs(const Case& c, uint64_t seed) {
+  Inputs in;
+  // Pre-activations around GELU's bend, output weights large enough that the logits differ by
+  // O(1), advantages past the reference's +-5 clamp, old log-probabilities near the new ones.
+  in.a1 = random_floats(size_t(c.M) * c.H, seed + 1, -3.f, 3.f);
+  in.b1 = random_floats(c.H, seed + 2, -0.5f, 0.5f);
+  in.w_out = random_floats(size_t(kActions) * c.H, seed + 3, -0.3f, 0.3f);
+  in.b_out = random_floats(kActions, seed + 4);
+  in.adv = random_floats(c.M, seed + 5, -7.f, 7.f);
+  in.old_logp = random_floats(c.M, seed + 6, -2.f, -0.2f);
+  in.actions.resize(c.M);
+  std::mt19937 gen(uint32_t(seed + 7));
+  for (auto& x : in.actions) x = int32_t(gen() % kActions);
+  return in;
+}
+
+PolicyObjective objective(const Case& c, const float* old_logp) {
+  PolicyObjective o{0.01f};
+  if (c.grpo) {
+    o.old_logp = old_logp;
+    o.clip = 0.2f;
+    o.kl_beta = 0.05f;
+  }
+  return o;
+}
+
+Outputs host_reference(const Case& c, const Inputs& in, const uint32_t* epoch) {
+  const size_t MH = size_t(c.M) * c.H;
+  Outputs o{poisoned(size_t(c.M) * kActions),
+            poisoned(size_t(c.M) * kActions),
+            poisoned(MH),
+            poisoned(c.H),
+            poisoned(size_t(kActions) * c.H),
+            poisoned(kActions),
+            poisoned(1)};
+  std::vector<float> h2 = poisoned(MH), dh2 = poisoned(MH), scratch(size_t(1) << 20, 0.f);
+  HostOps ops(GameConfig{}, 1);
+  ops.Ops::policy_head_loss(Ops::HeadLoss{in.a1.data(),
+                                          in.b1.data(),
+                                          in.w_out.data(),
+                                          in.b_out.data(),
+                                          in.actions.data(),
+                                          in.adv.data(),
+                                          c.M,
+                                          c.H,
+                                          objective(c, in.old_logp.data()),
+                                          DropoutSpec{c.p, 99, Purpose::DropoutLoss, epoch, 3},
+                                          o.logits.data(),
+                                          o.dlogits.data(),
+                                          h2.data(),
+                                          dh2.data(),
+                                          o.da1.data(),
+                                          o.g_b1.data(),
+                                          o.g_w_out.data(),
+                                          o.g_b_out.data(),
+                                          o.loss.data(),
+                                          scratch.data()});
+  return o;
+}
+
+Outputs on_device(const Case& c, const Inputs& in, uint32_t epoch_value) {
+  const size_t MH = size_t(c.M) * c.H;
+  DeviceBuffer<float> a1(in.a1), b1(in.b1), w_out(in.w_out), b_out(in.b_out), adv(in.adv), old_logp(in.old_logp);
+  DeviceBuffer<int32_t> actions(in.actions);
+  DeviceBuffer<uint32_t> epoch(std::vector<uint32_t>{epoch_value});
+  DeviceBuffer<float> logits(poisoned(size_t(c.M) * kActions)), dlogits(poisoned(size_t(c.M) * kActions)),
+      h2(poisoned(MH)), dh2(poisoned(MH)), da1(poisoned(MH)), g_b1(poisoned(c.H)),
+      g_w_out(poisoned(size_t(kActions) * c.H)), g_b_out(poisoned(kActions)), loss(poisoned(1)),
+      scratch(poisoned(head_loss_scratch_floats(c.M, c.H)));
+  Blas blas;
+  CudaOps ops(GameConfig{}, 1, blas, nullptr);
+  ops.policy_head_loss(Ops::HeadLoss{a1.get(),
+                                     b1.get(),
+                                     w_out.get(),
+                                     b_out.get(),
+                                     actions.get(),
+                                     adv.get(),
+                                     c.M,
+                                     c.H,
+                                     objective(c, old_logp.get()),
+                                     DropoutSpec{c.p, 99, Purpose::DropoutLoss, epoch.get(), 3},
+                                     logits.get(),
+                                     dlogits.get(),
+                                     h2.get(),
+                                     dh2.get(),
+                                     da1.get(),
+                                     g_b1.get(),
+                                     g_w_out.get(),
+                                     g_b_out.get(),
+                                     loss.get(),
+                                     scratch.get()});
+  const std::vector<float> h2_after = h2.download();
+  EXPECT_TRUE(std::isnan(h2_after.front()) && std::isnan(h2_after.back())) << "h2 is never written";
+  return {logits.download(),  dlogits.download(), da1.download(), g_b1.download(),
+          g_w_out.download(), g_b_out.download(), loss.download()};
+}
+
+void expect_matches(const Outputs& got, const Outputs& want) {
+  EXPECT_TRUE(all_close(got.logits, want.logits)) << "logits";
+  EXPECT_TRUE(all_close(got.dlogits, want.dlogits, 1e-7)) << "dlogits";
+  EXPECT_LE(rel_l2(got.dlogits, want.dlogits), 1e-5) << "dlogits";
+  EXPECT_LE(rel_l2(got.da1, want.da1), 1e-5) << "da1";
+  EXPECT_LE(rel_l2(got.g_b1, want.g_b1), 1e-5) << "fc1.bias gradient";
+  EXPECT_LE(rel_l2(got.g_w_out, want.g_w_out), 1e-5) << "fc_out.weight gradient";
+  EXPECT_LE(rel_l2(got.g_b_out, want.g_b_out), 1e-5) << "fc_out.bias gradient";
+  EXPECT_NEAR(got.loss[0], want.loss[0], 1e-5 + 1e-5 * std::fabs(want.loss[0])) << "loss";
+}
+
+TEST(HeadLossCuda, MatchesTheHostTwin) {
+  GRPO_REQUIRE_DEVICE();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  // One row; 300 and more rows: several row chunks of pass 2 and blocks of pass 1; H 67 and 30
+  // are ragged (the scalar path), 128 and 512 take float4s.
+  for (const Case c : {Case{1, 8, 0.1f, false}, Case{37, 67, 0.25f, true}, Case{300, 30, 0.f, false},
+                       Case{3000, 128, 0.1f, true}, Case{700, 512, 0.1f, false}}) {
+    SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H << " p " << c.p << (c.grpo ? " grpo" : ""));
+    const Inputs in = make_inputs(c, seed);
+    const uint32_t epoch = uint32_t(seed % 1000);
+    expect_matches(on_device(c, in, epoch), host_reference(c, in, &epoch));
+  }
+}
+
+TEST(HeadLossCuda, DrawsTheMaskOfTheEpochInMemory) {
+  GRPO_REQUIRE_DEVICE();
+  const Case c{64, 96, 0.5f, false};
+  const Inputs in = make_inputs(c, 11);
+  const Outputs first = on_device(c, in, 1), again = on_device(c, in, 1), next = on_device(c, in, 2);
+  EXPECT_EQ(first.da1, again.da1) << "same epoch, same mask, same bits";
+  EXPECT_EQ(first.g_w_out, again.g_w_out) << "a fixed summation order";
+  EXPECT_NE(first.da1, next.da1) << "a new epoch in memory must draw a new mask";
+}
+
+TEST(HeadLossCuda, RejectsBadShapesAndDropout) {
+  HeadLossArgs a{};
+  a.M = 0;
+  a.H = 8;
+  EXPECT_THROW(head_loss_cuda(a, nullptr), std::invalid_argument);
+  a.M = 4;
+  a.H = 0;
+  EXPECT_THROW(head_loss_cuda(a, nullptr), std::invalid_argument);
+  a.H = 8;
+  a.drop.p = 0.5f;  // without an epoch pointer
+  EXPECT_THROW(head_loss_cuda(a, nullptr), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace grpo::test
