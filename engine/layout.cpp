@@ -42,7 +42,8 @@ ArenaLayout::ArenaLayout(const TrainConfig& c) {
   scratch_floats = std::max({bias_grad_scratch_floats(m, kActions), layernorm_residual_backward_scratch_floats(m, h),
                              bias_gelu_dropout_backward_scratch_floats(m, h), policy_loss_scratch_floats(m),
                              normalize_advantages_scratch_floats(m), grad_norm_scratch_floats(params.total),
-                             mean_scratch_floats(int(N)), head_loss_scratch_floats(m, h)});
+                             mean_scratch_floats(int(N)), head_loss_scratch_floats(m, h),
+                             layernorm_input_backward_scratch_floats(m, h, int(D))});
   size_t at = 0;
   // 256-byte alignment: every view starts on its own cache lines and suits float4 access.
   auto take = [&](size_t bytes) {

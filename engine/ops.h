@@ -53,7 +53,7 @@ class Ops {
 
   // The trunk's first layer backward as one op, so that an executor may fuse it: the backward
   // above from dh1, then dW_in[N, D] = dh0^T X (overwritten). ln.dh0 is an [M, N] work array. The
-  // default (ops.cpp) runs the two ops; HostOps never writes dh0 (kernels/layernorm.h).
+  // default (ops.cpp) runs the two ops; HostOps and CudaOps never write dh0 (kernels/layernorm.h).
   struct LayerNormInputBackward {
     LayerNormBackward ln;
     const float* X;  // [M, D]: fc_in's input
@@ -129,7 +129,8 @@ class Ops {
   // trunk): h2 = dropout(gelu(a1 + b1)) with mask `drop`, logits = h2 W_out^T + b_out, the loss
   // and dlogits of policy_loss, then the head's backward: g_w_out, g_b_out, g_b1 (overwritten)
   // and da1 = dL/da1. h2 and dh2 are [M, H] work arrays; da1 may alias h2. The default (ops.cpp)
-  // runs the seven ops above in turn; HostOps fuses them into one pass over the rows.
+  // runs the seven ops above in turn; HostOps fuses them into one pass over the rows, CudaOps
+  // into two (kernels/head_loss.h).
   struct HeadLoss {
     const float *a1, *b1, *w_out, *b_out;  // [M, H] pre-bias fc1 output; fc1.bias; fc_out
     const int32_t* actions;                // [M]

@@ -3,6 +3,8 @@
 // row's elements, Chan merge across lanes (shuffles) and warps (shared memory), a second pass
 // over the row (from L1/L2) for the output; dgamma/dbeta by the two-stage column reduction.
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
@@ -86,7 +88,9 @@ __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, 
   }
 }
 
-template <int kRowThreads>
+// kStatsOnly: instead of dh0, writes the row's two means (of dxhat and of dxhat * xhat) to
+// dh0[2 row], dh0[2 row + 1], for layernorm_input_backward_cuda's column pass.
+template <int kRowThreads, bool kStatsOnly = false>
 __global__ void layernorm_residual_backward_kernel(const float* __restrict__ dh1, const float* __restrict__ h0,
                                                    const float* __restrict__ gamma, const float* __restrict__ mean,
                                                    const float* __restrict__ rstd, float* __restrict__ dh0, int M,
@@ -113,19 +117,23 @@ __global__ void layernorm_residual_backward_kernel(const float* __restrict__ dh1
   }
   row_sum2<kRowThreads>(s1, s2);
   const float a1 = s1 / float(N), a2 = s2 / float(N);
-  for (unsigned g = tid; g < groups; g += kRowThreads) {
-    const unsigned n = std::min(4u, unsigned(N) - 4 * g);
-    float dy[4], x[4], ga[4];
-    load4(dh1 + o + 4 * g, n, vec, dy);
-    load4(h0 + o + 4 * g, n, vec, x);
-    load4(gamma + 4 * g, n, vec, ga);
+  if constexpr (kStatsOnly) {
+    if (tid == 0) dh0[2 * row] = a1, dh0[2 * row + 1] = a2;
+  } else {
+    for (unsigned g = tid; g < groups; g += kRowThreads) {
+      const unsigned n = std::min(4u, unsigned(N) - 4 * g);
+      float dy[4], x[4], ga[4];
+      load4(dh1 + o + 4 * g, n, vec, dy);
+      load4(h0 + o + 4 * g, n, vec, x);
+      load4(gamma + 4 * g, n, vec, ga);
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-      float dg;
-      const float xhat = (gelu_and_grad(x[k], dg) - mu) * rs;
-      dy[k] = dy[k] + dg * (rs * (dy[k] * ga[k] - a1 - xhat * a2));
+      for (unsigned k = 0; k < 4; ++k) {
+        float dg;
+        const float xhat = (gelu_and_grad(x[k], dg) - mu) * rs;
+        dy[k] = dy[k] + dg * (rs * (dy[k] * ga[k] - a1 - xhat * a2));
+      }
+      store4(dh0 + o + 4 * g, n, vec, dy);
     }
-    store4(dh0 + o + 4 * g, n, vec, dy);
   }
 }
 
@@ -153,6 +161,77 @@ struct LayerNormParamGrad {
 __global__ void layernorm_param_grad_kernel(LayerNormParamGrad f, int M, unsigned rows_per_chunk, float* partial) {
   colsum::stage1<2>(f, M, f.N, rows_per_chunk, partial);
 }
+
+namespace {
+
+constexpr int kInTile = 32;  // columns of a block in the input backward's column pass: one per lane
+constexpr int kInWarps = kBlock / 32;
+constexpr int kInSums = 2 + kLayerNormMaxObs;
+
+// The input backward's column pass. Block (column tile of 32, row chunk); lane l owns column
+// tile * 32 + l, warp w the chunk's rows w, w + 8, ... It recomputes dh0 from the row's two means
+// (stats, from the stats-only row kernel) and adds dh1 xhat, dh1 and dh0 X[row, d] (d < D) to
+// its column's 2 + D sums; the 8 warps' sums meet in shared memory, added in warp order, into
+// partial[(q * chunks + chunk) * N + col].
+__global__ void layernorm_input_grad_kernel(const float* __restrict__ dh1, const float* __restrict__ h0,
+                                            const float* __restrict__ X, const float* __restrict__ gamma,
+                                            const float* __restrict__ mean, const float* __restrict__ rstd,
+                                            const float* __restrict__ stats, int M, int N, int D,
+                                            unsigned rows_per_chunk, float* __restrict__ partial) {
+  __shared__ float sums[kInWarps][kInSums][kInTile];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const unsigned col = blockIdx.x * kInTile + lane;
+  const bool live = col < unsigned(N);
+  const float ga = live ? gamma[col] : 0.f;
+  float acc[kInSums];
+#pragma unroll
+  for (int q = 0; q < kInSums; ++q) acc[q] = 0.f;
+  const size_t r0 = size_t(blockIdx.y) * rows_per_chunk, r1 = std::min(size_t(M), r0 + rows_per_chunk);
+  for (size_t r = r0 + warp; live && r < r1; r += kInWarps) {
+    const float dy = dh1[r * N + col], x = h0[r * N + col], mu = mean[r], rs = rstd[r];
+    const float a1 = stats[2 * r], a2 = stats[2 * r + 1];
+    float dg;
+    const float xhat = (gelu_and_grad(x, dg) - mu) * rs;
+    const float d0 = dy + dg * (rs * (dy * ga - a1 - xhat * a2));  // the row kernel's dh0, to the bit
+    acc[0] += dy * xhat;
+    acc[1] += dy;
+    const float* xr = X + r * D;
+#pragma unroll
+    for (int d = 0; d < kLayerNormMaxObs; ++d)
+      if (d < D) acc[2 + d] += d0 * xr[d];
+  }
+#pragma unroll
+  for (int q = 0; q < kInSums; ++q)
+    if (q < 2 + D) sums[warp][q][lane] = acc[q];
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < unsigned(2 + D) * kInTile; i += kBlock) {
+    const unsigned q = i / kInTile, c = i % kInTile, n = blockIdx.x * kInTile + c;
+    if (n >= unsigned(N)) continue;
+    float t = 0.f;
+    for (unsigned w = 0; w < kInWarps; ++w) t += sums[w][q][c];
+    partial[(size_t(q) * gridDim.y + blockIdx.y) * N + n] = t;
+  }
+}
+
+// Stage 2: one thread per (quantity, column), the chunks added in order: dgamma, dbeta, then
+// dW_in[n, d] for quantity 2 + d.
+__global__ void layernorm_input_finish_kernel(const float* __restrict__ partial, unsigned chunks, int N, int D,
+                                              float* __restrict__ dgamma, float* __restrict__ dbeta,
+                                              float* __restrict__ dW_in) {
+  const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= size_t(2 + D) * N) return;
+  const unsigned q = unsigned(i / N), n = unsigned(i % N);
+  float t = 0.f;
+  for (unsigned c = 0; c < chunks; ++c) t += partial[(size_t(q) * chunks + c) * N + n];
+  if (q == 0)
+    dgamma[n] = t;
+  else if (q == 1)
+    dbeta[n] = t;
+  else
+    dW_in[size_t(n) * D + (q - 2)] = t;
+}
+
+}  // namespace
 
 // Moves 8*M*N + 8*M bytes (h0 in, h1 out, mean and rstd out; the second read of the row comes
 // from L1/L2; gamma and beta from cache).
@@ -189,6 +268,34 @@ void layernorm_residual_backward_cuda(const float* dh1, const float* h0, const f
   launch(layernorm_param_grad_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(), colsum::smem_bytes(2), stream,
          f, M, colsum::rows_per_chunk(size_t(M)), scratch);
   colsum::finish_cuda(scratch, colsum::chunks(size_t(M)), N, dgamma, dbeta, stream);
+}
+
+// Moves 8*M*N + 16*M bytes in the stats-only row kernel (dh1 and h0 in, two means out), then
+// 8*M*N + 4*M*D + 16*M in the column pass plus 8 * (2 + D) * chunks * N for its partial sums
+// (chunks <= 256): no [M, N] array is written.
+void layernorm_input_backward_cuda(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                   const float* mean, const float* rstd, float* dgamma, float* dbeta, float* dW_in,
+                                   int M, int N, int D, float* scratch, cudaStream_t stream) {
+  check_layernorm_shape(M, N, "layernorm_input_backward_cuda");
+  if (D < 1 || D > kLayerNormMaxObs)
+    throw std::invalid_argument("layernorm_input_backward_cuda: D must be in [1, " + std::to_string(kLayerNormMaxObs) +
+                                "], got " + std::to_string(D));
+  const unsigned chunks = colsum::chunks(size_t(M));
+  float* partial = scratch;
+  float* stats = scratch + size_t(2 + D) * chunks * size_t(N);
+  if (M > 0) {
+    const bool vec = N % 4 == 0 && aligned16(dh1) && aligned16(h0) && aligned16(gamma);
+    if (N <= kWarpRowMaxN)
+      launch(layernorm_residual_backward_kernel<32, true>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0,
+             stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
+    else
+      launch(layernorm_residual_backward_kernel<kBlock, true>, dim3(unsigned(M)), dim3(kBlock),
+             row_smem_bytes<kBlock>(), stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
+  }
+  launch(layernorm_input_grad_kernel, dim3(ceil_div(size_t(N), kInTile), chunks), dim3(kBlock), 0, stream, dh1, h0, X,
+         gamma, mean, rstd, static_cast<const float*>(stats), M, N, D, colsum::rows_per_chunk(size_t(M)), partial);
+  launch(layernorm_input_finish_kernel, dim3(ceil_div(size_t(2 + D) * N, kBlock)), dim3(kBlock), 0, stream,
+         static_cast<const float*>(partial), chunks, N, D, dgamma, dbeta, dW_in);
 }
 
 }  // namespace grpo

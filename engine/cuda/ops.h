@@ -26,6 +26,8 @@ class CudaOps final : public Ops {
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
   void layernorm_residual_forward(const LayerNormForward& a) override;
   void layernorm_residual_backward(const LayerNormBackward& a) override;
+  // kernels/layernorm.h's layernorm_input_backward_cuda: dh0 never written, no product.
+  void layernorm_input_backward(const LayerNormInputBackward& a) override;
   void bias_gelu_dropout_forward(const float* a, const float* bias, float* out, int M, int N,
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias, int M,

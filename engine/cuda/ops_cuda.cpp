@@ -24,6 +24,12 @@ void CudaOps::games_step(const GamesView& g, const int32_t* actions, uint64_t se
                          float* reward, float* obs_next) {
   games_step_cuda(game_, g, actions, seed, epoch, t, reward, obs_next, stream_);
 }
+static_assert(1 + 3 * kMaxFruitSlots <= kLayerNormMaxObs, "every game's observation fits the fused input backward");
+void CudaOps::layernorm_input_backward(const LayerNormInputBackward& a) {
+  const LayerNormBackward& ln = a.ln;
+  layernorm_input_backward_cuda(ln.dh1, ln.h0, a.X, ln.gamma, ln.mean, ln.rstd, ln.dgamma, ln.dbeta, a.dW_in, ln.M,
+                                ln.N, a.D, ln.scratch, stream_);
+}
 void CudaOps::policy_head_loss(const HeadLoss& h) {
   head_loss_cuda(HeadLossArgs{h.a1, h.b1, h.w_out, h.b_out, h.actions, h.adv, h.M, h.H, h.objective, h.drop, h.logits,
                               h.dlogits, h.da1, h.g_b1, h.g_w_out, h.g_b_out, h.loss, h.scratch},

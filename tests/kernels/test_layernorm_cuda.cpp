@@ -1,9 +1,11 @@
 // LayerNorm with residual on the device against the host twins, in both layouts (a warp per
 // row up to N = 1024, a block per row above) and both access paths (float4 and scalar).
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/layernorm.h"
+#include "kernels/matmul.h"
 #include "tests/test_util.h"
 
 namespace grpo {
@@ -69,6 +71,56 @@ TEST(LayerNormCuda, BackwardMatchesHostAndRepeatsBitForBit) {
     EXPECT_EQ(std::memcmp(got_dg.data(), got_dg.data() + c.N, c.N * sizeof(float)), 0);
     EXPECT_EQ(std::memcmp(got_db.data(), got_db.data() + c.N, c.N * sizeof(float)), 0);
   }
+}
+
+// The fused input backward (dh0 never written) against its host twin, the composition: the
+// backward above, then dW_in = dh0^T X. Both row layouts, the scalar path, several row chunks,
+// observation widths 1, 10 (the default game) and 25 (the largest); twice, bit for bit.
+TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
+  GRPO_REQUIRE_DEVICE();
+  const uint64_t base = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << base);
+  uint64_t seed = base;
+  struct InCase {
+    int M, N, D;
+    size_t offset;
+  };
+  for (const InCase c : {InCase{13, 8, 1, 0}, InCase{9, 37, 10, 1}, InCase{150, 64, 10, 0}, InCase{6, 1100, 25, 0},
+                         InCase{70, 40, 25, 0}}) {
+    SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
+    const size_t n = size_t(c.M) * c.N;
+    const auto h0 = random_floats(n + c.offset, ++seed, -1.f, 3.f), dh1 = random_floats(n + c.offset, ++seed);
+    const auto gamma = random_floats(c.N, ++seed, 0.5f, 1.5f), beta = random_floats(c.N, ++seed);
+    const auto X = random_floats(size_t(c.M) * c.D, ++seed, -1.f, 1.f);
+    std::vector<float> h1(n), mean(c.M), rstd(c.M), dh0(n), want_dg(c.N), want_db(c.N), want_dw(size_t(c.N) * c.D);
+    layernorm_residual_forward_host(h0.data() + c.offset, gamma.data(), beta.data(), h1.data(), mean.data(),
+                                    rstd.data(), c.M, c.N);
+    layernorm_residual_backward_host(dh1.data() + c.offset, h0.data() + c.offset, gamma.data(), mean.data(),
+                                     rstd.data(), dh0.data(), want_dg.data(), want_db.data(), c.M, c.N, nullptr);
+    linear_backward_weight_host(dh0.data(), X.data(), want_dw.data(), c.M, c.N, c.D, false);
+    DeviceBuffer<float> ddh1(dh1), dh0_in(h0), dx(X), dg(gamma), dm(mean), dr(rstd);
+    DeviceBuffer<float> scratch(poisoned(layernorm_input_backward_scratch_floats(c.M, c.N, c.D)));
+    std::vector<std::vector<float>> got[2];
+    for (auto& g : got) {
+      DeviceBuffer<float> ddg(poisoned(c.N)), ddb(poisoned(c.N)), ddw(poisoned(size_t(c.N) * c.D));
+      layernorm_input_backward_cuda(ddh1.get() + c.offset, dh0_in.get() + c.offset, dx.get(), dg.get(), dm.get(),
+                                    dr.get(), ddg.get(), ddb.get(), ddw.get(), c.M, c.N, c.D, scratch.get(), nullptr);
+      g = {ddg.download(), ddb.download(), ddw.download()};
+    }
+    EXPECT_LE(rel_l2(got[0][0], want_dg), 1e-5) << "dgamma";
+    EXPECT_LE(rel_l2(got[0][1], want_db), 1e-5) << "dbeta";
+    EXPECT_LE(rel_l2(got[0][2], want_dw), 1e-5) << "dW_in";
+    EXPECT_TRUE(all_close(got[0][2], want_dw, 1e-4, 1e-3)) << "dW_in";
+    EXPECT_EQ(got[0], got[1]) << "a second call gives the same bits";
+  }
+}
+
+TEST(LayerNormCuda, InputBackwardRejectsObservationWidthsOutsideOneTo25) {
+  for (const int D : {0, kLayerNormMaxObs + 1})
+    EXPECT_THROW(layernorm_input_backward_cuda(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                               nullptr, 4, 16, D, nullptr, nullptr),
+                 std::invalid_argument)
+        << D;
 }
 
 }  // namespace
