@@ -277,13 +277,13 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
               res.epochs_run, duration(res.seconds).c_str(), double(res.best_score), res.best_epoch,
               res.early_stopped ? " (early stop: no better score for --patience epochs)" : "");
   if (res.nonfinite) {
-    remove_stop_handlers();
     try {
       saver.save_best(res);  // the best epoch's state is finite: it came before the failure
       saver.writer.drain();
     } catch (const std::runtime_error& e) {
       throw survivor(e);
     }
+    remove_stop_handlers();  // only now: a second signal during the write removes its temporary
     std::fprintf(stderr, "grpo train: stopped at epoch %u: the loss or the gradients are not finite; %s\n",
                  res.last_epoch,
                  saver.last_good().empty() ? "no checkpoint was written"

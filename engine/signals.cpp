@@ -7,13 +7,18 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 
 namespace grpo {
 
 namespace {
 
-volatile sig_atomic_t g_signal = 0;
+// The first stop signal. Lock-free atomics are async-signal-safe, and handlers may run on any
+// thread (the checkpoint writer's too), so the first and second signal are told apart by one
+// compare-exchange.
+std::atomic<int> g_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 char g_partial[4096];
 volatile sig_atomic_t g_has_partial = 0;  // set only once g_partial holds a whole path
 // Held across a PartialFile step (create, rename). atomic_flag is always lock-free, so the handler
@@ -22,13 +27,15 @@ volatile sig_atomic_t g_has_partial = 0;  // set only once g_partial holds a who
 std::atomic_flag g_step = ATOMIC_FLAG_INIT;
 
 void on_stop(int signo) {
-  if (g_signal != 0) {  // unlink and _exit are async-signal-safe; _exit skips atexit and buffers on purpose
+  int first = 0;
+  if (!g_signal.compare_exchange_strong(first, signo)) {
+    // unlink and _exit are async-signal-safe; _exit skips atexit and buffers on purpose
     while (g_step.test_and_set(std::memory_order_acquire)) {
     }  // never released: no other thread creates or renames a partial file again
     if (g_has_partial) (void)unlink(g_partial);
     _exit(stopped_exit_code(signo));
   }
-  g_signal = signo;
+  const int saved_errno = errno;  // the interrupted code may be about to read it
   static const char interrupt[] =
       "\ngrpo: interrupt: finishing this epoch and writing a checkpoint (Ctrl-C again to quit now)\n";
   static const char term[] =
@@ -37,12 +44,17 @@ void on_stop(int signo) {
     (void)!write(STDERR_FILENO, term, sizeof term - 1);
   else
     (void)!write(STDERR_FILENO, interrupt, sizeof interrupt - 1);
+  errno = saved_errno;
 }
 
 void set_action(void (*handler)(int)) {
   struct sigaction sa {};
   sa.sa_handler = handler;
+  // Both stop signals are blocked while either handler runs: a second one nested in the handler
+  // would otherwise spin forever on the g_step its own outer frame holds.
   sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGINT);
+  sigaddset(&sa.sa_mask, SIGTERM);
   sa.sa_flags = SA_RESTART;  // blocking calls resume; the trainer polls the flag between epochs
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
@@ -51,13 +63,13 @@ void set_action(void (*handler)(int)) {
 }  // namespace
 
 void install_stop_handlers() {
-  g_signal = 0;
+  g_signal.store(0);
   set_action(on_stop);
 }
 
 void remove_stop_handlers() { set_action(SIG_DFL); }
 
-int stop_signal() { return g_signal; }
+int stop_signal() { return g_signal.load(); }
 
 namespace {
 

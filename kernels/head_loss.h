@@ -11,7 +11,8 @@
 // instead of eleven. Every sum is a fixed tree or a fixed order: bitwise reproducible.
 // The host twin is that composition of host twins (Ops::policy_head_loss's default on HostOps;
 // the host executor runs its own fused pass, engine/host/head_loss.h); the CUDA executor takes
-// this one (CudaOps::policy_head_loss).
+// this one (CudaOps::policy_head_loss). Its dot products are fp32 FMAs whatever --tf32 says
+// (the composition ran the fc_out products through cuBLAS, in TF32 under --tf32).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -47,8 +47,9 @@ void layernorm_input_backward_host(const float* dh1, const float* h0, const floa
 // kLayerNormMaxObs (the game's observation: 1 + 3 Fmax <= 25): a stats-only row kernel writes
 // each row's two means, then a column pass (a lane per column, 8 warps over a row chunk)
 // recomputes dh0 and sums dgamma, dbeta and dW_in's D columns; dh0 is never written, and dW_in
-// needs no product. Its host twin is the composition (the backward above, then the product);
-// scratch holds layernorm_input_backward_scratch_floats(M, N, D) floats.
+// needs no product (so it is fp32 under --tf32 too). Its host twin is the composition (the
+// backward above, then the product); scratch holds layernorm_input_backward_scratch_floats(M,
+// N, D) floats.
 constexpr int kLayerNormMaxObs = 25;
 inline size_t layernorm_input_backward_scratch_floats(int M, int N, int D) {
   return layernorm_input_backward_partial_floats(M, N, D) + 2 * size_t(M);
