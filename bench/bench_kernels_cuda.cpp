@@ -87,9 +87,10 @@ struct Case {
         dw(size_t(sh.H) * sh.H),
         db(sh.H),
         dg(sh.H),
-        scratch(2 * std::max({layernorm_residual_backward_scratch_floats(sh.M, sh.H),
-                              bias_gelu_dropout_backward_scratch_floats(sh.M, sh.H),
-                              head_loss_scratch_floats(sh.M, sh.H)})),
+        scratch(2 *
+                std::max({layernorm_residual_backward_scratch_floats(sh.M, sh.H),
+                          bias_gelu_dropout_backward_scratch_floats(sh.M, sh.H), head_loss_scratch_floats(sh.M, sh.H),
+                          layernorm_input_backward_scratch_floats(sh.M, sh.H, D)})),
         epoch_buf(1),
         logits(size_t(sh.M) * 3, 7),
         adv(sh.M, 8),
@@ -134,6 +135,11 @@ struct Case {
         {"layernorm_residual_backward", 0, act * 3,
          [=] {
            layernorm_residual_backward_cuda(z.p, x.p, b.p, mean.p, rstd.p, y.p, dg.p, db.p, M, H, scratch.p, st);
+         }},
+        {"layernorm_input_backward (fused, dW_in too)", 2.0 * MH * D, act * 4 + 4.0 * M * D,
+         [=] {
+           layernorm_input_backward_cuda(z.p, x.p, obs.p, b.p, mean.p, rstd.p, dg.p, db.p, win.p, M, H, D, scratch.p,
+                                         st);
          }},
         {"bias_gelu_dropout_forward", 0, act * 2,
          [=] { bias_gelu_dropout_forward_cuda(x.p, b.p, y.p, M, H, drop, st); }},
