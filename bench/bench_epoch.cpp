@@ -5,8 +5,8 @@
 // definition) at that rate, although the engine executes only ~6MP of it. --breakdown adds a
 // steady-clock per-op table of the host executor (where the CPU time goes; the host's loss pass
 // is one row, its blocks call the twins directly) and, on a GPU, an event-timed per-op table of
-// the eager CUDA epoch (bench/cuda_breakdown.h). --tf32 runs the CUDA executor's products in
-// TF32 (grpo train --tf32). --json writes the same rows.
+// the eager CUDA epoch (bench/cuda_breakdown.h). --precision tf32|bf16 runs the CUDA executor's
+// products as grpo train --precision does. --json writes the same rows.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -98,6 +98,7 @@ int main(int argc, char** argv) {
   std::string preset = "small", json_path, only, algo = "reference";
   int hidden = 0, batch = 0, steps = 0, warmup = 1, repeats = 5, gemm_n = 1024;
   bool breakdown = false, tf32 = false;
+  std::string precision = "fp32";
   app.add_option("--preset", preset, "small or reference (the sizes of grpo train's presets)")
       ->check(CLI::IsMember({"small", "reference"}));
   app.add_option("--hidden-size", hidden, "override the preset's hidden width")->check(CLI::Range(8, 8192));
@@ -112,7 +113,10 @@ int main(int argc, char** argv) {
   app.add_option("--algo", algo, "reference, or grpo with its defaults (grpo train --algo grpo)")
       ->check(CLI::IsMember({"reference", "grpo"}));
   app.add_flag("--breakdown", breakdown, "per-op tables of one epoch: host (steady clock), CUDA eager (events)");
-  app.add_flag("--tf32", tf32, "the CUDA executor's products in TF32 (grpo train --tf32)");
+  auto* precision_opt =
+      app.add_option("--precision", precision, "the CUDA executor's products (grpo train --precision)")
+          ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
+  app.add_flag("--tf32", tf32, "the same as --precision tf32")->excludes(precision_opt);
   app.add_option("--json", json_path, "also write the results as JSON to this file");
   CLI11_PARSE(app, argc, argv);
 
@@ -125,7 +129,7 @@ int main(int argc, char** argv) {
     c.algo = Algo::Grpo;
     c.apply_grpo_defaults();
   }
-  c.tf32 = tf32;
+  c.precision = tf32 ? Precision::Tf32 : *parse_precision(precision);
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -144,7 +148,7 @@ int main(int argc, char** argv) {
                 {"samples", c.samples()},
                 {"algo", algo_name(c.algo)},
                 {"updates_per_epoch", c.algo == Algo::Grpo ? c.ppo_epochs * c.minibatches : 1},
-                {"tf32", c.tf32}}},
+                {"precision", precision_name(c.precision)}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},

@@ -70,10 +70,12 @@ struct Case {
   Shape s;
   Dev x, w, b, obs, win, y, z, mean, rstd, dw, db, dg, scratch, epoch_buf;
   Dev logits, adv, ret, dlogits, actions, logp, stats, out, scalars, params, grads, m, v, red, games;
+  Dev xb, wb, zb;  // bf16 copies of x, w and z (--precision bf16), in float-sized storage
   std::vector<Op> ops;
   static constexpr int D = 10;
 
-  Case(Shape sh, Blas& blas, cudaStream_t st)
+  // blas runs fp32 products, tf32 the same in TF32 (the bf16 products do not depend on either).
+  Case(Shape sh, Blas& blas, Blas& tf32, cudaStream_t st)
       : s(sh),
         x(size_t(sh.M) * sh.H, 1),
         w(size_t(sh.H) * sh.H, 2),
@@ -107,7 +109,10 @@ struct Case {
         v(size_t(sh.H) * sh.H),
         red(std::max({grad_norm_scratch_floats(size_t(sh.H) * sh.H), normalize_advantages_scratch_floats(sh.M),
                       policy_loss_scratch_floats(sh.M), mean_scratch_floats(sh.M)})),
-        games(games_state_bytes(GameConfig{}, sh.M) / sizeof(float) + 1) {
+        games(games_state_bytes(GameConfig{}, sh.M) / sizeof(float) + 1),
+        xb(size_t(sh.M) * sh.H / 2 + 1),
+        wb(size_t(sh.H) * sh.H / 2 + 1),
+        zb(size_t(sh.M) * sh.H / 2 + 1) {
     // Every game at the all-zero state (sprite at column 0, no fruit): a valid state to step.
     CUDA_CHECK(cudaMemset(games.p, 0, games_state_bytes(GameConfig{}, sh.M)));
     CUDA_CHECK(cudaMemset(epoch_buf.p, 0, sizeof(uint32_t)));
@@ -121,6 +126,13 @@ struct Case {
     const double MH = double(M) * H, fmm = 2.0 * MH * H, act = 4.0 * MH;
     const DropoutSpec drop{0.1f, 42, Purpose::DropoutLoss, reinterpret_cast<const uint32_t*>(epoch_buf.p), 0};
     Blas* bl = &blas;
+    Blas* tf = &tf32;
+    Bf16 *x16 = reinterpret_cast<Bf16*>(xb.p), *w16 = reinterpret_cast<Bf16*>(wb.p),
+         *z16 = reinterpret_cast<Bf16*>(zb.p);
+    to_bf16_cuda(x.p, x16, size_t(M) * H, st);
+    to_bf16_cuda(w.p, w16, size_t(H) * H, st);
+    to_bf16_cuda(z.p, z16, size_t(M) * H, st);
+    const double act16 = 2.0 * MH;
     ops = {
         {"linear_forward fc_in", 2.0 * MH * D, 4.0 * (M * D + MH),
          [=] { linear_forward_cuda(*bl, obs.p, win.p, nullptr, y.p, M, H, D, st); }},
@@ -130,6 +142,17 @@ struct Case {
          [=] { linear_backward_input_cuda(*bl, x.p, w.p, y.p, M, H, H, st); }},
         {"linear_backward_weight fc1", fmm, act * 2 + 4.0 * H * H,
          [=] { linear_backward_weight_cuda(*bl, x.p, z.p, dw.p, M, H, H, false, st); }},
+        {"linear_forward fc1 TF32", fmm, act * 2 + 4.0 * H * H,
+         [=] { linear_forward_cuda(*tf, x.p, w.p, nullptr, y.p, M, H, H, st); }},
+        {"linear_backward_weight fc1 TF32", fmm, act * 2 + 4.0 * H * H,
+         [=] { linear_backward_weight_cuda(*tf, x.p, z.p, dw.p, M, H, H, false, st); }},
+        {"linear_forward fc1 bf16", fmm, act16 + act + 2.0 * H * H,
+         [=] { linear_forward_bf16_cuda(*bl, x16, w16, nullptr, y.p, M, H, H, st); }},
+        {"linear_backward_input fc1 bf16", fmm, act16 + act + 2.0 * H * H,
+         [=] { linear_backward_input_bf16_cuda(*bl, x16, w16, y.p, M, H, H, st); }},
+        {"linear_backward_weight fc1 bf16", fmm, act16 * 2 + 4.0 * H * H,
+         [=] { linear_backward_weight_bf16_cuda(*bl, x16, z16, dw.p, M, H, H, false, st); }},
+        {"to_bf16 (an [M, H] copy)", 0, act + act16, [=] { to_bf16_cuda(z.p, z16, size_t(M) * H, st); }},
         {"layernorm_residual_forward", 0, act * 2,
          [=] { layernorm_residual_forward_cuda(x.p, b.p, b.p, y.p, mean.p, rstd.p, M, H, st); }},
         {"layernorm_residual_backward", 0, act * 3,
@@ -210,13 +233,13 @@ int main(int argc, char** argv) {
   try {
     cudaStream_t st;
     CUDA_CHECK(cudaStreamCreate(&st));
-    Blas blas;
+    Blas blas, tf32(BlasOptions{Precision::Tf32});
 #if defined(GRPO_SIMT)
     std::printf(
         "bench_kernels_cuda: SIMT build: the device is the CPU emulator, timings are meaningless;\n"
         "running each op once at a tiny shape as a smoke test.\n");
     (void)repeats;
-    Case c(Shape{"smoke", 37, 40, 1, true}, blas, st);
+    Case c(Shape{"smoke", 37, 40, 1, true}, blas, tf32, st);
     for (const Op& op : c.ops) {
       op.f();
       CUDA_CHECK(cudaStreamSynchronize(st));
@@ -230,13 +253,16 @@ int main(int argc, char** argv) {
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     const double gbs = bench::device_copy_gbps(size_t(1) << 30, 10), gf = bench::cublas_sgemm_gflops(8192, 5);
-    std::printf("device %s: copy %.0f GB/s, cuBLAS sgemm 8192^3 %.0f GFLOP/s (fp32, no TF32)\n\n", prop.name, gbs, gf);
+    std::printf(
+        "device %s: copy %.0f GB/s, cuBLAS sgemm 8192^3 %.0f GFLOP/s (fp32, no TF32; the TF32 and bf16 "
+        "rows are against it too)\n\n",
+        prop.name, gbs, gf);
     std::printf("%-34s %-12s %10s %10s %10s %9s %7s\n", "op", "shape", "us/call", "MFLOP", "MB", "rate", "%ceil");
     bench::L2Flush flush;
     nlohmann::json rows = nlohmann::json::array();
     for (const Shape s : {Shape{"small rollout", 136, 512, 136}, Shape{"small loss", 27200, 512, 136},
                           Shape{"reference rollout", 544, 2048, 544}, Shape{"reference loss", 54400, 2048, 544}}) {
-      Case c(s, blas, st);
+      Case c(s, blas, tf32, st);
       for (const Op& op : c.ops) {
         // Each timed call follows an L2 flush on the same stream; the flush sits outside the events.
         const double sec = bench::event_median_ms(st, repeats, op.f, [&] { flush(st); }) * 1e-3;

@@ -72,7 +72,7 @@ inline std::map<std::string, OpTime> cuda_breakdown(const TrainConfig& c, int wa
   const StepBuffers b = StepBuffers::over(slabs.get(), arena.get(), c);
   CUDA_CHECK(cudaMemcpyAsync(b.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice, stream.get()));
   CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-  Blas blas(BlasOptions{c.tf32});
+  Blas blas(BlasOptions{c.precision});
   CudaOps ops(c.game, c.batch_size, blas, stream.get());
   for (int i = 0; i < warmup; ++i) training_step(ops, b, c);
   EventClock clock(stream.get());

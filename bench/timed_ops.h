@@ -69,6 +69,16 @@ class TimedOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool acc) override {
     GRPO_TIMED("linear_backward_weight", in_.linear_backward_weight(dY, X, dW, M, N, K, acc));
   }
+  void cast_bf16(const float* x, Bf16* y, size_t n) override { GRPO_TIMED("cast_bf16", in_.cast_bf16(x, y, n)); }
+  void linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) override {
+    GRPO_TIMED("linear_forward_bf16", in_.linear_forward_bf16(X, W, b, Y, M, N, K));
+  }
+  void linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) override {
+    GRPO_TIMED("linear_backward_input_bf16", in_.linear_backward_input_bf16(dY, W, dX, M, N, K));
+  }
+  void linear_backward_weight_bf16(const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K, bool acc) override {
+    GRPO_TIMED("linear_backward_weight_bf16", in_.linear_backward_weight_bf16(dY, X, dW, M, N, K, acc));
+  }
   void weights_unchanged(const float* W, int N, int K) override {
     GRPO_TIMED("weights_unchanged", in_.weights_unchanged(W, N, K));
   }

@@ -89,8 +89,8 @@ void require_same_run(const std::string& resume, const TrainConfig& c, const std
   const fs::path best = out / "best.safetensors";
   if (!fs::exists(best, ec) || fs::equivalent(best, resume, ec)) return;
   nlohmann::ordered_json mine = config_to_json(c), folder = config_to_json(load_checkpoint_config(best.string()));
-  for (const char* own :
-       {"total_epochs", "patience", "checkpoint_every", "backend", "use_graph", "tf32", "out_dir", "metrics_path"}) {
+  for (const char* own : {"total_epochs", "patience", "checkpoint_every", "backend", "use_graph", "precision",
+                          "out_dir", "metrics_path"}) {
     mine.erase(own);
     folder.erase(own);
   }

@@ -77,7 +77,16 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->capture_default_str();
   app.add_flag("--no-graph", f.no_graph,
                "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
-  app.add_flag("--tf32", c.tf32, "cuda: TF32 tensor-core matrix products (relative error ~1e-3)");
+  auto* precision =
+      app.add_option_function<std::string>(
+             "--precision", [&c](const std::string& v) { c.precision = *parse_precision(v); },
+             "matrix products: fp32, tf32 (cuda: TF32 tensor cores, relative error ~1e-3; fp32 on the host) or "
+             "bf16 (fc1's products on bf16 operands, fp32 sums; the host runs its twins op by op, slowly)")
+          ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+          ->default_str("fp32");
+  app.add_flag_callback(
+         "--tf32", [&c] { c.precision = Precision::Tf32; }, "cuda: the same as --precision tf32")
+      ->excludes(precision);
   app.add_option("--out", c.out_dir, "directory for checkpoints and metrics")->capture_default_str();
   app.add_option("--metrics", c.metrics_path, "metrics file, JSON lines, one per epoch (default: OUT/metrics.jsonl)");
   app.add_option_function<std::string>(

@@ -64,6 +64,10 @@ ArenaLayout::ArenaLayout(const TrainConfig& c) {
   logits = take(M * kActions * sizeof(float));
   ln_mean = take(M * sizeof(float));
   ln_rstd = take(M * sizeof(float));
+  const bool bf16 = c.precision == Precision::Bf16;
+  h1_bf16 = take(bf16 ? M * H * sizeof(Bf16) : 0);
+  da1_bf16 = take(bf16 ? M * H * sizeof(Bf16) : 0);
+  fc1_w_bf16 = take(bf16 ? H * H * sizeof(Bf16) : 0);
   trunk_work = take(M * H * sizeof(float));
   dlogits = take(M * kActions * sizeof(float));
   games = take(games_state_bytes(c.game, int(N)));

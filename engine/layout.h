@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/train_config.h"
+#include "kernels/bf16.h"
 #include "kernels/policy_head.h"
 
 namespace grpo {
@@ -42,17 +43,34 @@ struct ParamViews {
   float* fc1_b;
   float* fc_out_w;
   float* fc_out_b;
+  // --precision bf16, parameters only: fc1.weight's bf16 working copy, refreshed from fc1_w
+  // before any product reads it (engine/step.cpp); nullptr otherwise (fp32 products).
+  Bf16* fc1_w_bf16 = nullptr;
   static ParamViews over(float* slab, const ParamLayout& l);
 };
 
 // Activations of `rows` rows, each [rows, hidden] except logits [rows, 3] and mean/rstd [rows].
+// Under --precision bf16 also bf16 copies of h1 (fc1's input) and of da1 (the gradient at fc1's
+// output), the operands of fc1's products, written by their producers; nullptr otherwise.
 struct PolicyActs {
   float *h0, *h1, *a1, *h2, *logits, *ln_mean, *ln_rstd;
+  Bf16 *h1_bf16 = nullptr, *da1_bf16 = nullptr;
   // The same views moved down `first` rows (hidden floats per row, kActions per logits row).
   PolicyActs rows_from(size_t first, int hidden) const {
     const size_t r = first * size_t(hidden);
-    return {h0 + r, h1 + r, a1 + r, h2 + r, logits + first * kActions, ln_mean + first, ln_rstd + first};
+    return {h0 + r,
+            h1 + r,
+            a1 + r,
+            h2 + r,
+            logits + first * kActions,
+            ln_mean + first,
+            ln_rstd + first,
+            shift(h1_bf16, r),
+            shift(da1_bf16, r)};
   }
+
+ private:
+  static Bf16* shift(Bf16* p, size_t r) { return p ? p + r : nullptr; }
 };
 
 // Every buffer one epoch needs, as offsets (bytes) into one arena. M = T * N samples, N games.
@@ -64,6 +82,8 @@ struct ArenaLayout {
   // Network activations for M rows: rollout step t fills rows t*N.. (h0, h1, a1, LN statistics),
   // the loss pass reuses them and overwrites h2 and the logits with its fresh dropout mask.
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
+  // --precision bf16: bf16 copies of h1 and da1 [M, H] and of fc1.weight [H, H] (else empty).
+  size_t h1_bf16, da1_bf16, fc1_w_bf16;
   // Backward: trunk_work holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
   size_t trunk_work, dlogits;
   size_t games;               // the vectorised game state

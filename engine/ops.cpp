@@ -12,7 +12,7 @@ void Ops::rollout(const Rollout& r) {
     const size_t row = size_t(t) * r.N;
     const bool last = t + 1 == r.T;
     const PolicyActs now = r.acts.rows_from(row, r.H);
-    linear_forward(now.h1, r.p.fc1_w, nullptr, now.a1, r.N, r.H, r.H);
+    fc1_forward(*this, r.p, now, r.N, r.H);
     rollout_step(RolloutStep{r.p, now, last ? now : r.acts.rows_from(row + r.N, r.H),
                              last ? nullptr : r.obs + (row + r.N) * r.D, r.actions + row, r.rewards + row, r.games,
                              r.seed, r.epoch, r.dropout, uint32_t(t), r.N, r.D, r.H});
@@ -36,6 +36,7 @@ void Ops::policy_head_loss(const HeadLoss& h) {
   linear_backward_input(h.dlogits, h.w_out, h.dh2, h.M, kActions, h.H);
   // h2 is dead from here, so da1 may reuse it.
   bias_gelu_dropout_backward(h.dh2, h.a1, h.b1, h.da1, h.g_b1, h.M, h.H, h.drop, h.scratch);
+  if (h.da1_bf16) cast_bf16(h.da1, h.da1_bf16, size_t(h.M) * h.H);
 }
 
 void Ops::loss_pass(const LossPass& l) {

@@ -9,6 +9,7 @@
 #include "engine/layout.h"
 #include "env/games.h"
 #include "kernels/adamw.h"
+#include "kernels/bf16.h"
 #include "kernels/dropout.h"
 #include "kernels/policy_head.h"
 #include "kernels/train_scalars.h"
@@ -31,6 +32,14 @@ class Ops {
   virtual void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                                       bool accumulate) = 0;
   virtual void bias_grad(const float* dY, float* db, int M, int N, float* scratch) = 0;
+  // --precision bf16 (kernels/bf16.h): y = x rounded to bf16, and the three products on bf16
+  // operands with fp32 sums and outputs. The step takes them for fc1 when the parameter views
+  // carry fc1.weight's bf16 copy (engine/policy.h, fc1_forward).
+  virtual void cast_bf16(const float* x, Bf16* y, size_t n) = 0;
+  virtual void linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) = 0;
+  virtual void linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) = 0;
+  virtual void linear_backward_weight_bf16(const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K,
+                                           bool accumulate) = 0;
   // A hint: W [N, K] will not change until the next adamw or weights_unchanged call, so an executor
   // may keep a packed copy for the linear_forward calls that read it (HostOps does:
   // cpu/gemm_packed.h). The default ignores it.
@@ -41,6 +50,7 @@ class Ops {
     const float *h0, *gamma, *beta;  // [M, N], [N], [N]
     float *h1, *mean, *rstd;         // [M, N], [M], [M]: written
     int M, N;
+    Bf16* h1_bf16 = nullptr;  // [M, N]: h1 rounded to bf16 too (--precision bf16), when given
   };
   struct LayerNormBackward {
     const float *dh1, *h0, *gamma, *mean, *rstd;  // the forward's inputs and statistics
@@ -109,6 +119,7 @@ class Ops {
   // writes it. The CUDA executor runs it as one kernel (engine/cuda/rollout_step.cu), whose
   // sums and LayerNorm merge run in their own order: its rows equal the separate ops' within
   // the fp32 tolerances, not bit for bit, and its fc_in and fc_out stay fp32 under --tf32.
+  // Under --precision bf16 (next.h1_bf16 set) it also writes the next h1's bf16 copy.
   struct RolloutStep {
     ParamViews p;
     PolicyActs now;    // rows of step t: a1 read, logits written, h2 work space
@@ -128,7 +139,8 @@ class Ops {
   // The loss pass's head as one op, so that an executor may fuse it (spec steps 5-6 above the
   // trunk): h2 = dropout(gelu(a1 + b1)) with mask `drop`, logits = h2 W_out^T + b_out, the loss
   // and dlogits of policy_loss, then the head's backward: g_w_out, g_b_out, g_b1 (overwritten)
-  // and da1 = dL/da1. h2 and dh2 are [M, H] work arrays; da1 may alias h2. The default (ops.cpp)
+  // and da1 = dL/da1 (and its bf16 copy da1_bf16 when set, --precision bf16). h2 and dh2 are
+  // [M, H] work arrays; da1 may alias h2. The default (ops.cpp)
   // runs the seven ops above in turn; HostOps fuses them into one pass over the rows, CudaOps
   // into two (kernels/head_loss.h).
   struct HeadLoss {
@@ -141,6 +153,7 @@ class Ops {
     float *logits, *dlogits;  // [M, 3] each, written
     float *h2, *dh2, *da1;    // [M, H]
     float *g_b1, *g_w_out, *g_b_out, *loss, *scratch;
+    Bf16* da1_bf16 = nullptr;  // [M, H], or nullptr
   };
   virtual void policy_head_loss(const HeadLoss& h);
 

@@ -25,6 +25,12 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   b.adv_stats = f(al.adv_stats);
   b.old_logp = c.algo == Algo::Grpo ? f(al.old_logp) : nullptr;
   b.acts = {f(al.h0), f(al.h1), f(al.a1), f(al.h2), f(al.logits), f(al.ln_mean), f(al.ln_rstd)};
+  if (c.precision == Precision::Bf16) {
+    auto h = [&](size_t off) { return reinterpret_cast<Bf16*>(base + off); };
+    b.acts.h1_bf16 = h(al.h1_bf16);
+    b.acts.da1_bf16 = h(al.da1_bf16);
+    b.p.fc1_w_bf16 = h(al.fc1_w_bf16);
+  }
   b.trunk_work = f(al.trunk_work);
   b.dlogits = f(al.dlogits);
   b.scratch = f(al.scratch);
@@ -37,6 +43,13 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
 }
 
 namespace {
+
+// fc1.weight has changed (an update, or a load between epochs) and is read by products next:
+// the host's packed copy, or the bf16 copy under --precision bf16 (one cast of H*H floats).
+void refresh_fc1_weights(Ops& ops, const ParamViews& p, int H) {
+  ops.weights_unchanged(p.fc1_w, H, H);
+  if (p.fc1_w_bf16) ops.cast_bf16(p.fc1_w, p.fc1_w_bf16, size_t(H) * H);
+}
 
 // Spec steps 5-6 over rows [r0, r0 + rows) of the rollout: the head's loss (a mean over those
 // rows) with the dropout mask of counter `pass`, then the backward; every gradient in b.g is
@@ -63,6 +76,7 @@ void loss_and_backward(Ops& ops, const StepBuffers& b, const TrainConfig& c, con
   head.h2 = acts.h2;
   head.dh2 = b.trunk_work;
   head.da1 = acts.h2;  // h2 is dead once the head's backward has dW_out
+  head.da1_bf16 = acts.da1_bf16;
   head.g_b1 = b.g.fc1_b;
   head.g_w_out = b.g.fc_out_w;
   head.g_b_out = b.g.fc_out_b;
@@ -100,7 +114,7 @@ void grpo_update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
     const size_t r0 = size_t(u % B) * rows;
     ops.range_push("loss+backward");
     if (u > 0) {
-      ops.weights_unchanged(b.p.fc1_w, H, H);
+      refresh_fc1_weights(ops, b.p, H);
       policy_trunk_forward(ops, b.p, b.obs + r0 * c.obs_dim(), rows, c.obs_dim(), H, b.acts.rows_from(r0, H));
     }
     loss_and_backward(ops, b, c, objective, uint32_t(u), r0, rows);
@@ -123,7 +137,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
 
   // 1-2. Rollout: T strictly sequential steps of policy, sampling and game. fc1.weight is read
   // by T products here and by the loss pass, and written only by AdamW at the end.
-  ops.weights_unchanged(b.p.fc1_w, H, H);
+  refresh_fc1_weights(ops, b.p, H);
   ops.range_push("rollout");
   ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H});
   ops.range_pop();

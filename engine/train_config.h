@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/precision.h"
+
 #include "env/game_config.h"
 
 namespace grpo {
@@ -42,8 +44,8 @@ struct TrainConfig {
   int checkpoint_every = 200;  // --save-checkpoint-per-num-epoch; -1: only at the end
   uint64_t seed = 42;
   Backend backend = Backend::Auto;
-  bool use_graph = true;  // false: --no-graph (eager, per-phase NVTX ranges)
-  bool tf32 = false;
+  bool use_graph = true;                  // false: --no-graph (eager, per-phase NVTX ranges)
+  Precision precision = Precision::Fp32;  // --precision: the CUDA executor's products (kernels/precision.h)
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl
   // --profile-epochs A:B: cudaProfilerStart before epoch A, cudaProfilerStop after epoch B

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "core/host_device.h"
+#include "kernels/bf16.h"
 
 namespace grpo {
 
@@ -32,6 +33,19 @@ __device__ __forceinline__ void store4(float* p, unsigned n, bool vec, const flo
   for (unsigned k = 0; k < 4; ++k)
     if (k < n) p[k] = v[k];
 }
+
+// p[0 .. n-1] = v rounded to bf16: one 8-byte store when vec and n == 4 (vec8: p 8-byte aligned).
+__device__ __forceinline__ void store4_bf16(Bf16* p, unsigned n, bool vec8, const float (&v)[4]) {
+  if (vec8 && n == 4) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
+                                              uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+    return;
+  }
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k)
+    if (k < n) p[k] = to_bf16(v[k]);
+}
+inline bool aligned8(const void* p) { return reinterpret_cast<uintptr_t>(p) % 8 == 0; }
 
 // The group of four columns of an [M, N] row-major tensor that this thread covers in a launch
 // of one thread per group (ceil(N/4) groups per row). False for the threads past the end.

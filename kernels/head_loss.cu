@@ -98,6 +98,7 @@ __global__ void head_loss_finish_kernel(const float* __restrict__ partials, unsi
 struct HeadGrad {
   const float *a1, *b1, *w_out, *dlogits;
   float* da1;
+  Bf16* da1_bf16;  // or nullptr
   int H;
   DropoutSpec drop;
   uint32_t epoch;
@@ -126,6 +127,7 @@ struct HeadGrad {
       acc[3][q] += dz2 * h;
     }
     store4(da1 + off, n, vec, d);
+    if (da1_bf16) store4_bf16(da1_bf16 + off, n, vec, d);
   }
 };
 
@@ -144,7 +146,8 @@ void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   if (a.M < 1 || a.H < 1)
     throw std::invalid_argument("head_loss_cuda: M and H must be >= 1, got M " + std::to_string(a.M) + ", H " +
                                 std::to_string(a.H));
-  const bool vec = a.H % 4 == 0 && aligned16(a.a1) && aligned16(a.b1) && aligned16(a.w_out) && aligned16(a.da1);
+  const bool vec = a.H % 4 == 0 && aligned16(a.a1) && aligned16(a.b1) && aligned16(a.w_out) && aligned16(a.da1) &&
+                   (a.da1_bf16 == nullptr || aligned8(a.da1_bf16));
   const unsigned chunks = colsum::chunks(size_t(a.M));
   float* col_partials = a.scratch;
   float* row_partials = a.scratch + 4 * size_t(chunks) * size_t(a.H);
@@ -152,7 +155,7 @@ void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   launch(head_loss_rows_kernel, blocks, kThreads, 0, stream, a, vec, row_partials);
   launch(head_loss_finish_kernel, 1, kThreads, 0, stream, static_cast<const float*>(row_partials), blocks, a.M, a.loss,
          a.g_b_out);
-  const HeadGrad f{a.a1, a.b1, a.w_out, a.dlogits, a.da1, a.H, a.drop, 0u, dropout_scale(a.drop.p), vec};
+  const HeadGrad f{a.a1, a.b1, a.w_out, a.dlogits, a.da1, a.da1_bf16, a.H, a.drop, 0u, dropout_scale(a.drop.p), vec};
   launch(head_loss_grad_kernel, colsum::stage1_grid(a.M, a.H), colsum::stage1_block(), colsum::smem_bytes(4), stream, f,
          a.M, colsum::rows_per_chunk(size_t(a.M)), col_partials);
   colsum::finish_cuda(col_partials, chunks, a.H, a.g_b1, a.g_w_out, stream);

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "kernels/activations_colsum.h"
+#include "kernels/bf16.h"
 #include "kernels/dropout.h"
 #include "kernels/policy_head.h"
 
@@ -34,6 +35,7 @@ struct HeadLossArgs {
   float* da1;                              // [M, H], written; may alias neither a1 nor any input
   float *g_b1, *g_w_out, *g_b_out, *loss;  // [H], [3, H], [3], one float: overwritten
   float* scratch;                          // head_loss_scratch_floats(M, H)
+  Bf16* da1_bf16 = nullptr;                // [M, H]: da1 rounded to bf16 (--precision bf16), or nullptr
 };
 
 namespace head_loss {

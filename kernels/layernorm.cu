@@ -56,8 +56,8 @@ constexpr size_t row_smem_bytes() {
 template <int kRowThreads>
 __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, const float* __restrict__ gamma,
                                                   const float* __restrict__ beta, float* __restrict__ h1,
-                                                  float* __restrict__ mean, float* __restrict__ rstd, int M, int N,
-                                                  bool vec) {
+                                                  Bf16* __restrict__ h1_bf16, float* __restrict__ mean,
+                                                  float* __restrict__ rstd, int M, int N, bool vec) {
   const unsigned tid = threadIdx.x % kRowThreads;
   const size_t row = size_t(blockIdx.x) * (kBlock / kRowThreads) + threadIdx.x / kRowThreads;
   if (row >= size_t(M)) return;  // whole warps (warp mode) or never (block mode: grid = M)
@@ -85,6 +85,7 @@ __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, 
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
     store4(h1 + row * N + 4 * g, n, vec, v);
+    if (h1_bf16) store4_bf16(h1_bf16 + row * N + 4 * g, n, vec, v);
   }
 }
 
@@ -234,18 +235,19 @@ __global__ void layernorm_input_finish_kernel(const float* __restrict__ partial,
 }  // namespace
 
 // Moves 8*M*N + 8*M bytes (h0 in, h1 out, mean and rstd out; the second read of the row comes
-// from L1/L2; gamma and beta from cache).
+// from L1/L2; gamma and beta from cache), and 2*M*N more for h1's bf16 copy.
 void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
-                                     float* rstd, int M, int N, cudaStream_t stream) {
+                                     float* rstd, int M, int N, cudaStream_t stream, Bf16* h1_bf16) {
   check_layernorm_shape(M, N, "layernorm_residual_forward_cuda");
   if (M == 0) return;
-  const bool vec = N % 4 == 0 && aligned16(h0) && aligned16(gamma) && aligned16(beta) && aligned16(h1);
+  const bool vec = N % 4 == 0 && aligned16(h0) && aligned16(gamma) && aligned16(beta) && aligned16(h1) &&
+                   (h1_bf16 == nullptr || aligned8(h1_bf16));
   if (N <= kWarpRowMaxN)
     launch(layernorm_residual_forward_kernel<32>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0, stream, h0,
-           gamma, beta, h1, mean, rstd, M, N, vec);
+           gamma, beta, h1, h1_bf16, mean, rstd, M, N, vec);
   else
     launch(layernorm_residual_forward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock), row_smem_bytes<kBlock>(), stream,
-           h0, gamma, beta, h1, mean, rstd, M, N, vec);
+           h0, gamma, beta, h1, h1_bf16, mean, rstd, M, N, vec);
 }
 
 // Moves 12*M*N + 8*M bytes in the row kernel (dh1 and h0 in, dh0 out; second pass from L1/L2),

@@ -49,28 +49,31 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
   if (capturing != cudaStreamCaptureStatusNone)
     throw CudaError("Blas: first use of a GEMM shape inside a stream capture; run every shape eagerly first");
-  const auto [ta, tb, m, n, k, lda, ldb, ldc, align] = s;
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, align, bf16] = s;
+  // bf16 operands sum in plain fp32 (CUBLAS_COMPUTE_32F is cuBLASLt's compute type for bf16 A
+  // and B with an fp32 C); fp32 operands in TF32 only when asked.
+  const cublasComputeType_t compute = !bf16 && tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cudaDataType_t operand = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   Plan p;
   try {
     const uint32_t a32 = uint32_t(align);
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
       CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, attr, &a32, sizeof a32));
-    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, options_.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                                          CUDA_R_32F));
+    CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F));
     const int32_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
     // Stored shapes (column-major rows x cols): A is op(A)'s transpose when ta, likewise B.
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_32F, ta ? k : m, ta ? m : k, lda));
-    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_32F, tb ? n : k, tb ? k : n, ldb));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, operand, ta ? k : m, ta ? m : k, lda));
+    CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, operand, tb ? n : k, tb ? k : n, ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, m, n, ldc));
     cublasLtMatmulHeuristicResult_t best{};
     int found = 0;
     CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, 1, &best, &found));
     if (found < 1)
-      throw CudaError("cuBLASLt has no algorithm for a " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                      std::to_string(k) + " product");
+      throw CudaError(std::string("cuBLASLt has no algorithm for a ") + (bf16 ? "bf16 " : "") + std::to_string(m) +
+                      "x" + std::to_string(n) + "x" + std::to_string(k) + " product");
     p.algo = best.algo;
   } catch (...) {
     if (p.c) cublasLtMatrixLayoutDestroy(p.c);
@@ -82,15 +85,29 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
   return plans_.emplace(s, p).first->second;
 }
 
-void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
-                int ldc, bool accumulate, cudaStream_t stream) {
+namespace {
+int shared_alignment(const void* A, const void* B, const void* C) {
   const uintptr_t bits =
       reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C);
-  const int align = int(std::min<uintptr_t>(bits & (~bits + 1), 256));  // the lowest set bit, at most 256
-  const Plan& p = plan(Shape{ta, tb, m, n, k, lda, ldb, ldc, align}, stream);
+  return int(std::min<uintptr_t>(bits & (~bits + 1), 256));  // the lowest set bit, at most 256
+}
+}  // namespace
+
+void Blas::run(const Shape& s, const void* A, const void* B, float* C, bool accumulate, cudaStream_t stream) {
+  const Plan& p = plan(s, stream);
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_.get(),
                               options_.workspace_bytes, stream));
+}
+
+void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
+                int ldc, bool accumulate, cudaStream_t stream) {
+  run(Shape{ta, tb, m, n, k, lda, ldb, ldc, shared_alignment(A, B, C), 0}, A, B, C, accumulate, stream);
+}
+
+void Blas::gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int lda, const Bf16* B, int ldb, float* C,
+                     int ldc, bool accumulate, cudaStream_t stream) {
+  run(Shape{ta, tb, m, n, k, lda, ldb, ldc, shared_alignment(A, B, C), 1}, A, B, C, accumulate, stream);
 }
 
 // Y[row, col] += bias[col]; one thread per group of 4 columns of a row (float4 when N % 4 == 0).
@@ -105,6 +122,15 @@ __global__ void bias_add_kernel(float* __restrict__ Y, const float* __restrict__
   store4(Y + c.off, c.n, vec, y);
 }
 
+namespace {
+void bias_add(float* Y, const float* bias, int M, int N, cudaStream_t stream) {
+  if (bias == nullptr) return;
+  const bool vec = N % 4 == 0 && aligned16(Y) && aligned16(bias);
+  const size_t threads = size_t(M) * ((N + 3) / 4);
+  launch(bias_add_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, Y, bias, M, N, vec);
+}
+}  // namespace
+
 // GEMM: reads 4*(M*K + N*K) bytes, writes 4*M*N; the bias add reads and writes Y once more
 // (8*M*N bytes) plus 4*N for the bias.
 void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
@@ -116,10 +142,7 @@ void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float
     return;
   }
   blas.gemm(true, false, N, M, K, W, K, X, K, Y, N, false, stream);
-  if (bias == nullptr) return;
-  const bool vec = N % 4 == 0 && aligned16(Y) && aligned16(bias);
-  const size_t threads = size_t(M) * ((N + 3) / 4);
-  launch(bias_add_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, Y, bias, M, N, vec);
+  bias_add(Y, bias, M, N, stream);
 }
 
 // Reads 4*(M*N + N*K) bytes, writes 4*M*K.
@@ -139,6 +162,36 @@ void linear_backward_weight_cuda(Blas& blas, const float* dY, const float* X, fl
     return;
   }
   blas.gemm(false, true, K, N, M, X, K, dY, N, dW, K, accumulate, stream);
+}
+
+// The bf16 products: the same three calls with 2-byte operands (half the operand bytes).
+void linear_forward_bf16_cuda(Blas& blas, const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N,
+                              int K, cudaStream_t stream) {
+  check_linear_shape(M, N, K, "linear_forward_bf16_cuda");
+  if (M == 0) return;
+  if (linear_forward_takes_few_rows(M, N, K, false)) {
+    linear_forward_few_rows_bf16_cuda(X, W, bias, Y, M, N, K, stream);
+    return;
+  }
+  blas.gemm_bf16(true, false, N, M, K, W, K, X, K, Y, N, false, stream);
+  bias_add(Y, bias, M, N, stream);
+}
+
+void linear_backward_input_bf16_cuda(Blas& blas, const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K,
+                                     cudaStream_t stream) {
+  check_linear_shape(M, N, K, "linear_backward_input_bf16_cuda");
+  if (M == 0) return;
+  blas.gemm_bf16(false, false, K, M, N, W, K, dY, N, dX, K, false, stream);
+}
+
+void linear_backward_weight_bf16_cuda(Blas& blas, const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K,
+                                      bool accumulate, cudaStream_t stream) {
+  check_linear_shape(M, N, K, "linear_backward_weight_bf16_cuda");
+  if (M == 0) {
+    if (!accumulate) CUDA_CHECK(cudaMemsetAsync(dW, 0, size_t(N) * K * sizeof(float), stream));
+    return;
+  }
+  blas.gemm_bf16(false, true, K, N, M, X, K, dY, N, dW, K, accumulate, stream);
 }
 
 // Adds 4 columns of one row of dY to the column sums.

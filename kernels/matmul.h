@@ -5,7 +5,10 @@
 //   linear_backward_weight:  dW = dY^T X, or dW += dY^T X when accumulate    dW: [N, K]
 //   bias_grad:               db = column sums of dY           db: [N]  (overwritten)
 // The host twins call OpenBLAS; the *_cuda launchers call cuBLASLt through a Blas context. fp32
-// throughout; TF32 tensor cores only when the Blas context was created with tf32 = true.
+// throughout; TF32 tensor cores only when the Blas context was created with Precision::Tf32.
+// The *_bf16 variants take bf16 operands (kernels/bf16.h) and sum in fp32 into fp32 outputs:
+// on the GPU bf16 tensor cores, in the host twins the operands widened (exactly) to fp32 and an
+// fp32 sgemm, so the two differ only in summation order.
 // Outputs must not alias inputs.
 #pragma once
 #include <array>
@@ -13,6 +16,8 @@
 #include <map>
 
 #include "kernels/activations_colsum.h"
+#include "kernels/bf16.h"
+#include "kernels/precision.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cublasLt.h>
@@ -30,13 +35,18 @@ void linear_backward_weight_host(const float* dY, const float* X, float* dW, int
 // Scratch floats bias_grad needs (the same for host and cuda; host ignores it).
 inline size_t bias_grad_scratch_floats(int M, int N) { return size_t(colsum::chunks(size_t(M))) * size_t(N); }
 void bias_grad_host(const float* dY, float* db, int M, int N, float* scratch);
+void linear_forward_bf16_host(const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N, int K);
+void linear_backward_input_bf16_host(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K);
+void linear_backward_weight_bf16_host(const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K, bool accumulate);
 
 // Throws std::invalid_argument unless M >= 0, N >= 1, K >= 1.
 void check_linear_shape(int M, int N, int K, const char* op);
 
 #if defined(GRPO_HAVE_CUDA)
 struct BlasOptions {
-  bool tf32 = false;                          // TF32 tensor-core math (relative error ~1e-3): opt in
+  // Tf32: the fp32 products in TF32 tensor-core math (relative error ~1e-3), opt in. Fp32 and
+  // Bf16 run fp32 products in fp32; bf16 operands (gemm_bf16) are summed in fp32 whatever this is.
+  Precision precision = Precision::Fp32;
   size_t workspace_bytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
 };
 
@@ -56,16 +66,22 @@ class Blas {
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
 
-  bool tf32() const { return options_.tf32; }
+  Precision precision() const { return options_.precision; }
+  bool tf32() const { return options_.precision == Precision::Tf32; }
   // Column-major C[m, n] = op(A) op(B), or C += op(A) op(B) when accumulate, on `stream`;
   // A is lda-strided [m, k] (or [k, m] when ta), B is ldb-strided [k, n] (or [n, k] when tb).
   void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
             bool accumulate, cudaStream_t stream);
+  // The same with bf16 A and B (CUDA_R_16BF), fp32 C, fp32 accumulation.
+  void gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int lda, const Bf16* B, int ldb, float* C,
+                 int ldc, bool accumulate, cudaStream_t stream);
 
  private:
-  // ta, tb, m, n, k, lda, ldb, ldc, and the alignment in bytes (4 to 256) that A, B and C share:
-  // an algorithm needs its operands at least as aligned as the preference it was chosen under.
-  using Shape = std::array<int, 9>;
+  // ta, tb, m, n, k, lda, ldb, ldc, the alignment in bytes (2 to 256) that A, B and C share (an
+  // algorithm needs its operands at least as aligned as the preference it was chosen under), and
+  // whether A and B are bf16.
+  using Shape = std::array<int, 10>;
+  void run(const Shape& s, const void* A, const void* B, float* C, bool accumulate, cudaStream_t stream);
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
@@ -83,7 +99,8 @@ class Blas {
 // linear_forward_cuda takes the few-row kernel (matmul_few_rows.cu) instead of cuBLASLt when
 // linear_forward_takes_few_rows: fp32 (no TF32), 1..256 rows, at least 32 outputs and 32 inputs.
 // That is the rollout's product with fc1 at the small preset (136 rows); the reference's 544
-// rows and the loss pass stay on cuBLASLt.
+// rows and the loss pass stay on cuBLASLt. linear_forward_bf16_cuda takes its bf16 variant by
+// the same rule.
 void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
                          cudaStream_t stream);
 constexpr int kFewRowsMax = 256;
@@ -91,11 +108,21 @@ bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32);
 // The few-row kernel itself (any shape check_linear_shape accepts; tests call it directly).
 void linear_forward_few_rows_cuda(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
                                   cudaStream_t stream);
+// The same on bf16 operands; linear_forward_bf16_cuda takes it where linear_forward_takes_few_rows
+// says for fp32 (the small preset's rollout product under --precision bf16).
+void linear_forward_few_rows_bf16_cuda(const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N, int K,
+                                       cudaStream_t stream);
 void linear_backward_input_cuda(Blas& blas, const float* dY, const float* W, float* dX, int M, int N, int K,
                                 cudaStream_t stream);
 void linear_backward_weight_cuda(Blas& blas, const float* dY, const float* X, float* dW, int M, int N, int K,
                                  bool accumulate, cudaStream_t stream);
 void bias_grad_cuda(const float* dY, float* db, int M, int N, float* scratch, cudaStream_t stream);
+void linear_forward_bf16_cuda(Blas& blas, const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N,
+                              int K, cudaStream_t stream);
+void linear_backward_input_bf16_cuda(Blas& blas, const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K,
+                                     cudaStream_t stream);
+void linear_backward_weight_bf16_cuda(Blas& blas, const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K,
+                                      bool accumulate, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

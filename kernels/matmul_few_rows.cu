@@ -5,6 +5,8 @@
 // first), X once per column tile. The K dimension goes through shared memory 32 at a time; each
 // of the 256 threads sums two outputs (rows r and r + 8 of its column) in ascending k with fmaf,
 // so a result does not depend on the schedule: graph replays and eager runs agree bit for bit.
+// The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
+// fp32 tiles and sums the same way: half the bytes of W from L2.
 #include <string>
 
 #include "core/launch.h"
@@ -16,7 +18,11 @@ namespace {
 
 constexpr int kTileRows = 16, kTileCols = 32, kTileK = 32, kThreads = 256;
 
-__global__ void linear_forward_few_rows_kernel(const float* __restrict__ X, const float* __restrict__ W,
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
+
+template <class T>
+__global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T* __restrict__ W,
                                                const float* __restrict__ bias, float* __restrict__ Y, int M, int N,
                                                int K) {
   // +1: the column read ws[c][k] of a warp's 32 threads hits 32 different banks.
@@ -28,11 +34,11 @@ __global__ void linear_forward_few_rows_kernel(const float* __restrict__ X, cons
   for (int k0 = 0; k0 < K; k0 += kTileK) {
     for (int i = tid; i < kTileRows * kTileK; i += kThreads) {
       const int gr = row0 + i / kTileK, gk = k0 + i % kTileK;
-      xs[i / kTileK][i % kTileK] = gr < M && gk < K ? X[size_t(gr) * K + gk] : 0.f;
+      xs[i / kTileK][i % kTileK] = gr < M && gk < K ? widen(X[size_t(gr) * K + gk]) : 0.f;
     }
     for (int i = tid; i < kTileCols * kTileK; i += kThreads) {
       const int gn = col0 + i / kTileK, gk = k0 + i % kTileK;
-      ws[i / kTileK][i % kTileK] = gn < N && gk < K ? W[size_t(gn) * K + gk] : 0.f;
+      ws[i / kTileK][i % kTileK] = gn < N && gk < K ? widen(W[size_t(gn) * K + gk]) : 0.f;
     }
     __syncthreads();
 #pragma unroll 8
@@ -56,12 +62,25 @@ bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32) {
   return !tf32 && M >= 1 && M <= kFewRowsMax && N >= kTileCols && K >= kTileK;
 }
 
-void linear_forward_few_rows_cuda(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
-                                  cudaStream_t stream) {
-  check_linear_shape(M, N, K, "linear_forward_few_rows_cuda");
+namespace {
+template <class T>
+void few_rows(const T* X, const T* W, const float* bias, float* Y, int M, int N, int K, cudaStream_t stream,
+              const char* op) {
+  check_linear_shape(M, N, K, op);
   if (M == 0) return;
   const dim3 grid(ceil_div(size_t(N), kTileCols), ceil_div(size_t(M), kTileRows));
-  launch(linear_forward_few_rows_kernel, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K);
+  launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K);
+}
+}  // namespace
+
+void linear_forward_few_rows_cuda(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
+                                  cudaStream_t stream) {
+  few_rows(X, W, bias, Y, M, N, K, stream, "linear_forward_few_rows_cuda");
+}
+
+void linear_forward_few_rows_bf16_cuda(const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N, int K,
+                                       cudaStream_t stream) {
+  few_rows(X, W, bias, Y, M, N, K, stream, "linear_forward_few_rows_bf16_cuda");
 }
 
 }  // namespace grpo

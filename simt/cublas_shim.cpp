@@ -7,6 +7,8 @@
 #include <cublas_v2.h>
 
 #include <array>
+#include <cstdint>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -27,17 +29,29 @@ struct cublasContext {
 
 namespace simt::detail {
 
+namespace {
+// Element i of an fp32 or bf16 operand, as the fp32 it is (a bf16 widens exactly).
+float element(const void* p, bool bf16, size_t i) {
+  if (!bf16) return static_cast<const float*>(p)[i];
+  const uint32_t bits = uint32_t(static_cast<const uint16_t*>(p)[i]) << 16;
+  float x;
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+}  // namespace
+
 void run_gemm(const Gemm& g, float alpha, float beta, int algo) {
+  const size_t width = g.bf16 ? 2 : 4;
   for (int b = 0; b < g.batch; ++b) {
-    const float* A = g.A + b * g.sa;
-    const float* B = g.B + b * g.sb;
+    const void* A = static_cast<const char*>(g.A) + b * g.sa * width;
+    const void* B = static_cast<const char*>(g.B) + b * g.sb * width;
     const float* Cin = g.Cin + b * g.sc;
     float* C = g.C + b * g.sc;
     for (int j = 0; j < g.n; ++j)
       for (int i = 0; i < g.m; ++i) {
         auto term = [&](int l) {
-          const float a = g.ta ? A[l + size_t(i) * g.lda] : A[i + size_t(l) * g.lda];
-          const float bb = g.tb ? B[j + size_t(l) * g.ldb] : B[l + size_t(j) * g.ldb];
+          const float a = element(A, g.bf16, g.ta ? l + size_t(i) * g.lda : i + size_t(l) * g.lda);
+          const float bb = element(B, g.bf16, g.tb ? j + size_t(l) * g.ldb : l + size_t(j) * g.ldb);
           return a * bb;
         };
         float acc = 0.f;

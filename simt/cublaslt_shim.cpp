@@ -1,5 +1,6 @@
 // cuBLASLt shim: the matmul subset the engine calls (handle, fp32 matmul descriptor with
-// transposes and pointer mode, column-major fp32 layouts, a preference with a workspace limit,
+// transposes and pointer mode, column-major layouts (fp32, or bf16 A and B under plain fp32
+// compute, summed in fp32 like fp32 operands), a preference with a workspace limit,
 // the algorithm heuristic, cublasLtMatmul). The algorithms and the heuristic are those of
 // gemm_model.h: each algorithm sums in its own fp32 order, and the heuristic may answer
 // differently while a stream captures, so only a caller that fixes its algorithm gets the same
@@ -19,7 +20,7 @@
 using namespace simt::detail;
 
 struct cublasLtContext {
-  std::set<std::array<long long, 10>> met;  // (shape, algorithm) run outside a capture
+  std::set<std::array<long long, 11>> met;  // (shape, algorithm) run outside a capture
 };
 
 namespace {
@@ -33,6 +34,7 @@ struct Desc {
 };
 struct Layout {
   uint32_t magic;
+  cudaDataType type;
   uint64_t rows, cols;
   int64_t ld;
 };
@@ -80,9 +82,14 @@ cublasStatus_t shape_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cub
       lc.cols != n)
     return CUBLAS_STATUS_INVALID_VALUE;
   if (lc.ld != ld.ld) return CUBLAS_STATUS_NOT_SUPPORTED;
+  // fp32 everywhere, or bf16 A and B with fp32 C and D under CUBLAS_COMPUTE_32F.
+  const bool bf16 = la.type == CUDA_R_16BF;
+  if (la.type != lb.type || lc.type != CUDA_R_32F || ld.type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (bf16 && dd->compute != CUBLAS_COMPUTE_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (m > 0x7fffffff || n > 0x7fffffff || k > 0x7fffffff) return CUBLAS_STATUS_NOT_SUPPORTED;
   *g = Gemm{ta,      tb,         int(m),     int(n),     int(k), nullptr, nullptr, nullptr,
             nullptr, int(la.ld), int(lb.ld), int(ld.ld), 0,      0,       0,       1};
+  g->bf16 = bf16;
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -138,10 +145,10 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc, cublasL
 cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type, uint64_t rows,
                                           uint64_t cols, int64_t ld) {
   if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
-  if (type != CUDA_R_32F) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (type != CUDA_R_32F && type != CUDA_R_16BF) return CUBLAS_STATUS_NOT_SUPPORTED;
   if (ld < 1 || uint64_t(ld) < rows) return CUBLAS_STATUS_INVALID_VALUE;  // column-major: ld >= rows
   *layout = new cublasLtMatrixLayoutOpaque_t;
-  write(*layout, Layout{kMagic, rows, cols, ld});
+  write(*layout, Layout{kMagic, type, rows, cols, ld});
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
@@ -223,13 +230,13 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
     id = gemm_heuristic(g, capturing, 0);  // without an algorithm cuBLASLt asks its heuristic per call
   }
   if (g.m == 0 || g.n == 0) return CUBLAS_STATUS_SUCCESS;
-  const std::array<long long, 10> key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, dd.compute, id};
+  const std::array<long long, 11> key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, dd.compute, id, g.bf16};
   if (!capturing)
     h->met.insert(key);
   else if (!h->met.count(key))
     return CUBLAS_STATUS_NOT_SUPPORTED;  // first use inside a capture: warm up every shape eagerly
-  g.A = static_cast<const float*>(A);
-  g.B = static_cast<const float*>(B);
+  g.A = A;
+  g.B = B;
   g.Cin = static_cast<const float*>(C);
   g.C = static_cast<float*>(D);
   Node node(NodeKind::HostOp);

@@ -10,16 +10,18 @@
 
 namespace simt::detail {
 
-// C = alpha op(A) op(B) + beta C, column-major, `batch` times with strides sa, sb, sc.
+// C = alpha op(A) op(B) + beta C, column-major, `batch` times with strides sa, sb, sc. A and B
+// are fp32, or bf16 (16-bit words, the top half of an fp32) when bf16 is set.
 struct Gemm {
   bool ta, tb;
   int m, n, k;
-  const float *A, *B;
+  const void *A, *B;
   const float* Cin;  // read when beta != 0 (cuBLASLt's C; cuBLAS's C, the same as the output)
   float* C;
   int lda, ldb, ldc;
   long long sa, sb, sc;
   int batch;
+  bool bf16 = false;
 };
 
 constexpr int kGemmAlgos = 4;

@@ -40,7 +40,7 @@ nlohmann::ordered_json config_to_json(const TrainConfig& c) {
           {"seed", c.seed},
           {"backend", backend_name(c.backend)},
           {"use_graph", c.use_graph},
-          {"tf32", c.tf32},
+          {"precision", precision_name(c.precision)},
           {"out_dir", c.out_dir},
           {"metrics_path", c.metrics_path}};
 }
@@ -131,7 +131,19 @@ TrainConfig config_from_json(const nlohmann::json& j) {
   read(j, "backend", backend);
   c.backend = backend == "cuda" ? Backend::Cuda : backend == "host" ? Backend::Host : Backend::Auto;
   read(j, "use_graph", c.use_graph);
-  read(j, "tf32", c.tf32);
+  // "precision" since --precision; older checkpoints have "tf32" (true: tf32, false: fp32).
+  if (j.contains("precision") || !j.contains("tf32")) {
+    std::string precision;
+    read(j, "precision", precision);
+    const auto p = parse_precision(precision);
+    if (!p)
+      throw UsageError("config field \"precision\" is \"" + precision.substr(0, 16) + "\", not fp32, tf32 or bf16");
+    c.precision = *p;
+  } else {
+    bool tf32 = false;
+    read(j, "tf32", tf32);
+    c.precision = tf32 ? Precision::Tf32 : Precision::Fp32;
+  }
   read(j, "out_dir", c.out_dir);
   read(j, "metrics_path", c.metrics_path);
   return c;

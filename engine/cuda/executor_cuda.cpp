@@ -45,7 +45,7 @@ class CudaExecutor final : public Executor {
     CUDA_CHECK(cudaMemsetAsync(arena_.get(), 0, arena_bytes_, stream()));
     std::memset(pinned_ring_.get(), 0, kMetricsRing * sizeof(TrainScalars));
     for (auto& e : events_) e = cuda::make_event(cudaEventDisableTiming);
-    blas_ = std::make_unique<Blas>(BlasOptions{c.tf32});
+    blas_ = std::make_unique<Blas>(BlasOptions{c.precision});
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
@@ -56,7 +56,8 @@ class CudaExecutor final : public Executor {
     int dev = 0;
     std::string name = "?";
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) name = p.name;
-    return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch)" : " (eager, --no-graph)");
+    return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch" : " (eager, --no-graph") +
+           (cfg_.precision == Precision::Fp32 ? ")" : std::string(", ") + precision_name(cfg_.precision) + ")");
   }
 
   bool on_device() const override { return true; }

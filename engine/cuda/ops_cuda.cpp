@@ -32,8 +32,19 @@ void CudaOps::layernorm_input_backward(const LayerNormInputBackward& a) {
 }
 void CudaOps::policy_head_loss(const HeadLoss& h) {
   head_loss_cuda(HeadLossArgs{h.a1, h.b1, h.w_out, h.b_out, h.actions, h.adv, h.M, h.H, h.objective, h.drop, h.logits,
-                              h.dlogits, h.da1, h.g_b1, h.g_w_out, h.g_b_out, h.loss, h.scratch},
+                              h.dlogits, h.da1, h.g_b1, h.g_w_out, h.g_b_out, h.loss, h.scratch, h.da1_bf16},
                  stream_);
+}
+void CudaOps::cast_bf16(const float* x, Bf16* y, size_t n) { to_bf16_cuda(x, y, n, stream_); }
+void CudaOps::linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) {
+  linear_forward_bf16_cuda(blas_, X, W, b, Y, M, N, K, stream_);
+}
+void CudaOps::linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) {
+  linear_backward_input_bf16_cuda(blas_, dY, W, dX, M, N, K, stream_);
+}
+void CudaOps::linear_backward_weight_bf16(const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K,
+                                          bool accumulate) {
+  linear_backward_weight_bf16_cuda(blas_, dY, X, dW, M, N, K, accumulate, stream_);
 }
 void CudaOps::linear_forward(const float* X, const float* W, const float* b, float* Y, int M, int N, int K) {
   linear_forward_cuda(blas_, X, W, b, Y, M, N, K, stream_);
@@ -48,7 +59,7 @@ void CudaOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch
   bias_grad_cuda(dY, db, M, N, scratch, stream_);
 }
 void CudaOps::layernorm_residual_forward(const LayerNormForward& a) {
-  layernorm_residual_forward_cuda(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N, stream_);
+  layernorm_residual_forward_cuda(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N, stream_, a.h1_bf16);
 }
 void CudaOps::layernorm_residual_backward(const LayerNormBackward& a) {
   layernorm_residual_backward_cuda(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N, a.scratch,

@@ -107,6 +107,7 @@ __global__ void rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, bool vec
   const float mu = w.mean, rs = rsqrtf(w.m2 / float(H) + kLayerNormEps);
   if (tid == 0) s.next.ln_mean[g] = mu, s.next.ln_rstd[g] = rs;
   float* h1 = s.next.h1 + size_t(g) * H;
+  Bf16* h1_bf16 = s.next.h1_bf16 ? s.next.h1_bf16 + size_t(g) * H : nullptr;
   for (unsigned c = tid; c < groups; c += kThreads) {
     const unsigned n = std::min(4u, H - 4 * c);
     float v[4], ga[4], be[4];
@@ -116,6 +117,7 @@ __global__ void rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, bool vec
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
     store4(h1 + 4 * c, n, vec, v);
+    if (h1_bf16) store4_bf16(h1_bf16 + 4 * c, n, vec, v);
   }
 }
 
@@ -134,6 +136,7 @@ void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaSt
   bool vec = s.H % 4 == 0;
   for (const float* q : {s.now.a1, p.fc1_b, p.fc_out_w, p.ln_gamma, p.ln_beta, s.next.h0, s.next.h1})
     vec = vec && aligned16(q);
+  vec = vec && (s.next.h1_bf16 == nullptr || aligned8(s.next.h1_bf16));
   launch(rollout_step_kernel, dim3(unsigned(s.N)), dim3(kThreads), 0, stream, game, s, vec);
 }
 

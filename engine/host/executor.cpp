@@ -45,7 +45,11 @@ class HostExecutor final : public Executor {
         ops_(c.game, c.batch_size),
         buffers_(StepBuffers::over(slabs_.get(), arena_.get(), c)) {}
 
-  std::string describe() const override { return "host (CPU reference executor)"; }
+  std::string describe() const override {
+    return cfg_.precision == Precision::Bf16   ? "host (CPU reference executor, bf16 products: the twins in turn)"
+           : cfg_.precision == Precision::Tf32 ? "host (CPU reference executor; tf32 is the CUDA executor's, fp32 here)"
+                                               : "host (CPU reference executor)";
+  }
 
   void set_state(const RunState& s) override {
     std::memcpy(slabs_.get(), s.slabs.data(), 4 * layout_.total * sizeof(float));

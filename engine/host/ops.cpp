@@ -26,6 +26,17 @@ void HostOps::linear_forward(const float* X, const float* W, const float* b, flo
   if (p.source == W && p.cols == N && p.inner == K && packed::gemm(X, M, p, b, Y)) return;
   linear_forward_host(X, W, b, Y, M, N, K);
 }
+void HostOps::cast_bf16(const float* x, Bf16* y, size_t n) { to_bf16_host(x, y, n); }
+void HostOps::linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) {
+  linear_forward_bf16_host(X, W, b, Y, M, N, K);
+}
+void HostOps::linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) {
+  linear_backward_input_bf16_host(dY, W, dX, M, N, K);
+}
+void HostOps::linear_backward_weight_bf16(const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K,
+                                          bool accumulate) {
+  linear_backward_weight_bf16_host(dY, X, dW, M, N, K, accumulate);
+}
 void HostOps::linear_backward_input(const float* dY, const float* W, float* dX, int M, int N, int K) {
   linear_backward_input_host(dY, W, dX, M, N, K);
 }
@@ -38,6 +49,7 @@ void HostOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch
 }
 void HostOps::layernorm_residual_forward(const LayerNormForward& a) {
   layernorm_residual_forward_host(a.h0, a.gamma, a.beta, a.h1, a.mean, a.rstd, a.M, a.N);
+  if (a.h1_bf16) to_bf16_host(a.h1, a.h1_bf16, size_t(a.M) * a.N);
 }
 void HostOps::layernorm_residual_backward(const LayerNormBackward& a) {
   layernorm_residual_backward_host(a.dh1, a.h0, a.gamma, a.mean, a.rstd, a.dh0, a.dgamma, a.dbeta, a.M, a.N, a.scratch);
@@ -69,9 +81,19 @@ void HostOps::policy_loss(const float* logits, const int32_t* actions, const flo
 void HostOps::action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) {
   action_log_probs_host(logits, actions, M, logp);
 }
-void HostOps::policy_head_loss(const HeadLoss& h) { policy_head_loss_host(h, head_scratch_); }
-void HostOps::rollout(const Rollout& r) { rollout_host(r, game_, replicas_, &fixed_fwd_); }
-void HostOps::loss_pass(const LossPass& l) { loss_pass_host(l, loss_scratch_); }
+void HostOps::policy_head_loss(const HeadLoss& h) {
+  policy_head_loss_host(h, head_scratch_);
+  if (h.da1_bf16) to_bf16_host(h.da1, h.da1_bf16, size_t(h.M) * h.H);
+}
+// The fused host passes are fp32 only; --precision bf16 runs the defaults' twins in turn.
+void HostOps::rollout(const Rollout& r) {
+  if (r.p.fc1_w_bf16) return Ops::rollout(r);
+  rollout_host(r, game_, replicas_, &fixed_fwd_);
+}
+void HostOps::loss_pass(const LossPass& l) {
+  if (l.p.fc1_w_bf16) return Ops::loss_pass(l);
+  loss_pass_host(l, loss_scratch_);
+}
 void HostOps::discounted_returns(const float* rewards, float* returns, int T, int N, float gamma) {
   discounted_returns_host(rewards, returns, T, N, gamma);
 }

@@ -23,6 +23,11 @@ class HostOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                               bool accumulate) override;
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
+  void cast_bf16(const float* x, Bf16* y, size_t n) override;
+  void linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) override;
+  void linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) override;
+  void linear_backward_weight_bf16(const Bf16* dY, const Bf16* X, float* dW, int M, int N, int K,
+                                   bool accumulate) override;
   // Packs W for linear_forward until adamw runs (the step calls it for fc1.weight before the
   // rollout's 200 products; cpu/gemm_packed.h).
   void weights_unchanged(const float* W, int N, int K) override;
@@ -40,6 +45,7 @@ class HostOps final : public Ops {
                    float* dlogits, float* loss_out, float* entropy_out, float* scratch) override;
   void action_log_probs(const float* logits, const int32_t* actions, int M, float* logp) override;
   // Groups of games from the first step to the last, no barrier between steps (engine/host/rollout.h).
+  // Under --precision bf16 (r.p.fc1_w_bf16 set) the default's ops in turn, as are the loss pass's.
   void rollout(const Rollout& r) override;
   // Fused: one pass over the rows instead of seven ops (engine/host/head_loss.h).
   void policy_head_loss(const HeadLoss& h) override;

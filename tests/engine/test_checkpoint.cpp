@@ -96,6 +96,29 @@ TEST(Checkpoint, ParametersOnlyFileLoadsForPlay) {
   fs::remove_all(temp_dir());
 }
 
+// --precision is the run's own setting: it round-trips, a config from before it (a "tf32" flag)
+// still loads, and a value it does not know is refused.
+TEST(Checkpoint, PrecisionRoundTripsAndOlderTf32FlagsLoad) {
+  for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Bf16}) {
+    TrainConfig c = tiny_config();
+    c.precision = p;
+    EXPECT_EQ(config_from_json(nlohmann::json::parse(config_to_json(c).dump())).precision, p);
+  }
+  nlohmann::json old = config_to_json(tiny_config());
+  old.erase("precision");
+  for (bool tf32 : {false, true}) {
+    old["tf32"] = tf32;
+    EXPECT_EQ(config_from_json(old).precision, tf32 ? Precision::Tf32 : Precision::Fp32);
+  }
+  old.erase("tf32");
+  EXPECT_THROW(config_from_json(old), UsageError);  // neither field
+  nlohmann::json odd = config_to_json(tiny_config());
+  odd["precision"] = "fp16";
+  EXPECT_THROW(config_from_json(odd), UsageError);
+  odd["precision"] = 16;
+  EXPECT_THROW(config_from_json(odd), UsageError);
+}
+
 // ---- Resume: the checkpoint's network and game win; a different one given explicitly is refused. ----
 TEST(Checkpoint, GrpoSettingsRoundTripAndOlderConfigsAreReferenceRuns) {
   TrainConfig c = tiny_grpo_config();

@@ -90,8 +90,9 @@ Outputs host_reference(const Case& c, const Inputs& in, const uint32_t* epoch) {
   return o;
 }
 
-// alias: da1 is written over h2, as engine/step.cpp passes it.
-Outputs on_device(const Case& c, const Inputs& in, uint32_t epoch_value, bool alias = false) {
+// alias: da1 is written over h2, as engine/step.cpp passes it. bf16: da1's bf16 copy is asked
+// for too (--precision bf16), and must be the kernel's own da1 rounded, bit for bit.
+Outputs on_device(const Case& c, const Inputs& in, uint32_t epoch_value, bool alias = false, bool bf16 = false) {
   const size_t MH = size_t(c.M) * c.H;
   DeviceBuffer<float> a1(in.a1), b1(in.b1), w_out(in.w_out), b_out(in.b_out), adv(in.adv), old_logp(in.old_logp);
   DeviceBuffer<int32_t> actions(in.actions);
@@ -100,28 +101,39 @@ Outputs on_device(const Case& c, const Inputs& in, uint32_t epoch_value, bool al
       h2(poisoned(MH)), dh2(poisoned(MH)), da1(poisoned(MH)), g_b1(poisoned(c.H)),
       g_w_out(poisoned(size_t(kActions) * c.H)), g_b_out(poisoned(kActions)), loss(poisoned(1)),
       scratch(poisoned(head_loss_scratch_floats(c.M, c.H)));
+  DeviceBuffer<Bf16> da1_bf16(std::vector<Bf16>(MH + 1, Bf16{0xdead}));
   Blas blas;
   CudaOps ops(GameConfig{}, 1, blas, nullptr);
-  ops.policy_head_loss(Ops::HeadLoss{a1.get(),
-                                     b1.get(),
-                                     w_out.get(),
-                                     b_out.get(),
-                                     actions.get(),
-                                     adv.get(),
-                                     c.M,
-                                     c.H,
-                                     objective(c, old_logp.get()),
-                                     DropoutSpec{c.p, 99, Purpose::DropoutLoss, epoch.get(), 3},
-                                     logits.get(),
-                                     dlogits.get(),
-                                     h2.get(),
-                                     dh2.get(),
-                                     alias ? h2.get() : da1.get(),
-                                     g_b1.get(),
-                                     g_w_out.get(),
-                                     g_b_out.get(),
-                                     loss.get(),
-                                     scratch.get()});
+  Ops::HeadLoss args{a1.get(),
+                     b1.get(),
+                     w_out.get(),
+                     b_out.get(),
+                     actions.get(),
+                     adv.get(),
+                     c.M,
+                     c.H,
+                     objective(c, old_logp.get()),
+                     DropoutSpec{c.p, 99, Purpose::DropoutLoss, epoch.get(), 3},
+                     logits.get(),
+                     dlogits.get(),
+                     h2.get(),
+                     dh2.get(),
+                     alias ? h2.get() : da1.get(),
+                     g_b1.get(),
+                     g_w_out.get(),
+                     g_b_out.get(),
+                     loss.get(),
+                     scratch.get()};
+  if (bf16) args.da1_bf16 = da1_bf16.get();
+  ops.policy_head_loss(args);
+  if (bf16) {
+    const std::vector<Bf16> copy = da1_bf16.download();
+    const std::vector<float> own = alias ? h2.download() : da1.download();
+    for (size_t i = 0; i < MH; ++i) EXPECT_EQ(copy[i].bits, to_bf16(own[i]).bits) << "da1_bf16 @" << i;
+    EXPECT_EQ(copy[MH].bits, 0xdead) << "da1_bf16 written past its end";
+  } else {
+    EXPECT_EQ(da1_bf16.download()[0].bits, 0xdead);
+  }
   if (!alias) {
     const std::vector<float> h2_after = h2.download();
     EXPECT_TRUE(std::isnan(h2_after.front()) && std::isnan(h2_after.back())) << "h2 is never written";
@@ -161,6 +173,16 @@ TEST(HeadLossCuda, MatchesTheHostTwin) {
       SCOPED_TRACE("da1 written over h2");
       expect_matches(on_device(c, in, epoch, true), want);
     }
+  }
+}
+
+TEST(HeadLossCuda, WritesTheBf16CopyOfDa1) {
+  GRPO_REQUIRE_DEVICE();
+  for (const Case c : {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}}) {  // vector and scalar stores
+    SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H);
+    const Inputs in = make_inputs(c, 77);
+    const uint32_t epoch = 5;
+    expect_matches(on_device(c, in, epoch, true, true), host_reference(c, in, &epoch));
   }
 }
 

@@ -144,7 +144,15 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
       EXPECT_TRUE(all_close(g, want)) << what;
       EXPECT_LE(rel_l2(g, want), 1e-5) << what;
     }
+    if (hs.next.h1_bf16) {  // --precision bf16: the copy is the kernel's own h1, rounded
+      const size_t n = size_t(N) * H;
+      const auto h1 = view<float>(base, hs.next.h1, a.host, n);
+      const auto copy = view<Bf16>(base, hs.next.h1_bf16, a.host, n);
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(copy[i].bits, to_bf16(h1[i]).bits) << "h1_bf16 @" << i;
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(hs.next.h1_bf16[i].bits, to_bf16(hs.next.h1[i]).bits) << "host @" << i;
+    }
   } else {
+    if (hs.now.h1_bf16) same_bytes(hs.now.h1_bf16, size_t(N) * H * sizeof(Bf16), "h1_bf16 (the poison)");
     // The last step has no next one: its `next` views alias step t's own rows (step_of), whose
     // trunk nobody computed here, so the poison there must survive.
     for (auto [p, n, what] :
@@ -194,6 +202,19 @@ TEST(RolloutStepCuda, LastStepWritesNoNextStep) {
   TrainConfig c = tiny_config();
   c.max_steps = 3;
   expect_fused_step_matches_host_twin(c, 2);
+}
+
+// --precision bf16: the next step's h1 also as bf16 (vector stores, the ragged scalar path, and
+// none at the last step).
+TEST(RolloutStepCuda, WritesTheBf16CopyOfH1) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.precision = Precision::Bf16;
+  c.max_steps = 3;
+  expect_fused_step_matches_host_twin(c, 1);
+  expect_fused_step_matches_host_twin(c, 2);
+  c.hidden_size = 37;
+  expect_fused_step_matches_host_twin(c, 0);
 }
 
 TEST(RolloutStepCuda, RefusesShapesItDoesNotTake) {

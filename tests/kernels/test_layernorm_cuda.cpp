@@ -39,9 +39,20 @@ TEST(LayerNormCuda, ForwardMatchesHost) {
     DeviceBuffer<float> dh0(h0), dg(gamma), db(beta), dh1(poisoned(n + c.offset)), dm(poisoned(c.M)), dr(poisoned(c.M));
     layernorm_residual_forward_cuda(dh0.get() + c.offset, dg.get(), db.get(), dh1.get() + c.offset, dm.get(), dr.get(),
                                     c.M, c.N, nullptr);
-    EXPECT_TRUE(all_close(tail(dh1.download(), c.offset), h1)) << c.M << "x" << c.N << " offset " << c.offset;
+    const auto got = tail(dh1.download(), c.offset);
+    EXPECT_TRUE(all_close(got, h1)) << c.M << "x" << c.N << " offset " << c.offset;
     EXPECT_TRUE(all_close(dm.download(), mean)) << c.M << "x" << c.N;
     EXPECT_TRUE(all_close(dr.download(), rstd)) << c.M << "x" << c.N;
+    // --precision bf16: h1's copy too (offset 1 misaligns it as well), the kernel's own h1
+    // rounded, bit for bit; h1 itself unchanged by asking for it.
+    DeviceBuffer<Bf16> d16(std::vector<Bf16>(n + c.offset + 1, Bf16{0xdead}));
+    layernorm_residual_forward_cuda(dh0.get() + c.offset, dg.get(), db.get(), dh1.get() + c.offset, dm.get(), dr.get(),
+                                    c.M, c.N, nullptr, d16.get() + c.offset);
+    EXPECT_EQ(tail(dh1.download(), c.offset), got) << c.M << "x" << c.N;
+    const auto copy = d16.download();
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(copy[c.offset + i].bits, to_bf16(got[i]).bits) << c.M << "x" << c.N << " @" << i;
+    EXPECT_EQ(copy[c.offset + n].bits, 0xdead) << "h1_bf16 written past its end";
   }
 }
 

@@ -71,7 +71,7 @@ TEST(MatmulCuda, BackwardProductsMatchHost) {
 
 TEST(MatmulCuda, Tf32IsAnOptionWithinItsTolerance) {
   GRPO_REQUIRE_DEVICE();
-  Blas blas(BlasOptions{true});
+  Blas blas(BlasOptions{Precision::Tf32});
   EXPECT_TRUE(blas.tf32());
   const int M = 33, N = 40, K = 57;
   const auto X = random_floats(size_t(M) * K, 5), W = random_floats(size_t(N) * K, 6);

@@ -72,5 +72,44 @@ TEST(MatmulFewRowsCuda, LinearForwardTakesItExactlyWhereItSays) {
   }
 }
 
+// The bf16 variant (--precision bf16): the bf16 host twin on the same operands, ragged tiles,
+// nothing past Y, and linear_forward_bf16_cuda taking it where the fp32 rule says.
+TEST(MatmulFewRowsCuda, Bf16MatchesItsHostTwinAndLinearForwardTakesIt) {
+  GRPO_REQUIRE_DEVICE();
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  uint64_t s = seed;
+  auto bf16 = [](const std::vector<float>& x) {
+    std::vector<Bf16> b(x.size());
+    to_bf16_host(x.data(), b.data(), x.size());
+    return b;
+  };
+  Blas blas(BlasOptions{Precision::Bf16});
+  for (const Shape& sh : {Shape{19, 33, 40}, Shape{1, 32, 32}, Shape{300, 32, 40}}) {  // ragged, one row, cuBLASLt
+    SCOPED_TRACE(::testing::Message() << sh.M << "x" << sh.N << "x" << sh.K);
+    const auto X = bf16(random_floats(size_t(sh.M) * sh.K, ++s)), W = bf16(random_floats(size_t(sh.N) * sh.K, ++s));
+    const auto b = random_floats(sh.N, ++s);
+    DeviceBuffer<Bf16> dX(X), dW(W);
+    DeviceBuffer<float> db(b);
+    std::vector<float> want(size_t(sh.M) * sh.N);
+    linear_forward_bf16_host(X.data(), W.data(), b.data(), want.data(), sh.M, sh.N, sh.K);
+    const size_t guard = 64;
+    DeviceBuffer<float> direct(poisoned(want.size() + guard)), viaLinear(poisoned(want.size()));
+    linear_forward_few_rows_bf16_cuda(dX.get(), dW.get(), db.get(), direct.get(), sh.M, sh.N, sh.K, nullptr);
+    linear_forward_bf16_cuda(blas, dX.get(), dW.get(), db.get(), viaLinear.get(), sh.M, sh.N, sh.K, nullptr);
+    const auto got = direct.download();
+    const std::vector<float> y(got.begin(), got.begin() + long(want.size()));
+    EXPECT_TRUE(all_close(y, want));
+    EXPECT_LE(rel_l2(y, want), 1e-5);
+    for (size_t i = want.size(); i < got.size(); ++i) ASSERT_TRUE(std::isnan(got[i])) << "wrote past Y at " << i;
+    // One direction only: a product of two bf16 values is exact, so cuBLASLt's sequential order
+    // may give the few-row kernel's bits too.
+    if (linear_forward_takes_few_rows(sh.M, sh.N, sh.K, false)) {
+      EXPECT_EQ(viaLinear.download(), y);
+    }
+    EXPECT_LE(rel_l2(viaLinear.download(), want), 1e-5);
+  }
+}
+
 }  // namespace
 }  // namespace grpo::test

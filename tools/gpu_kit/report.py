@@ -58,14 +58,15 @@ def markdown(doc):
     eps, teps, ratio = doc["epochs_per_s"], doc["torch_epochs_per_s"], doc.get("engine_over_torch", {})
     steps = doc.get("game_steps_per_s", {})
     eager, tf32 = doc.get("epochs_per_s_eager", {}), doc.get("epochs_per_s_tf32", {})
+    bf16 = doc.get("epochs_per_s_bf16", {})
     grpo = doc.get("epochs_per_s_grpo", {})
     lines += ["", "## Epochs per second (training included)", "",
-              "| preset | engine graph | engine eager | engine graph TF32 | engine graph `--algo grpo` | "
-              "game steps/s (graph) | PyTorch best | engine / PyTorch |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "| preset | engine graph | engine eager | engine graph TF32 | engine graph BF16 | "
+              "engine graph `--algo grpo` | game steps/s (graph) | PyTorch best | engine / PyTorch |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for p in ("small", "reference"):
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(grpo.get(p)),
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(grpo.get(p)),
             _fmt(steps.get(p), "%.3g"), _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
     k = doc.get("kernels")
     if k:

@@ -1,0 +1,27 @@
+// The arithmetic of the CUDA executor's matrix products (grpo train --precision):
+//   fp32  every product in fp32 (the default);
+//   tf32  the cuBLASLt products on TF32 tensor cores (fp32 storage, operands rounded inside; the
+//         host executor runs fp32 instead);
+//   bf16  fc1's three products (the network's only large ones) on bf16 tensor cores: their
+//         operands (fc1's input h1, its weight and the gradient da1) are also kept as bf16
+//         copies written by their producers, summed in fp32; every other op stays fp32. The
+//         host executor runs the twins of that, op by op (its fused passes are fp32 only).
+#pragma once
+#include <optional>
+#include <string_view>
+
+namespace grpo {
+
+enum class Precision { Fp32, Tf32, Bf16 };
+
+inline const char* precision_name(Precision p) {
+  return p == Precision::Tf32 ? "tf32" : p == Precision::Bf16 ? "bf16" : "fp32";
+}
+inline std::optional<Precision> parse_precision(std::string_view s) {
+  if (s == "fp32") return Precision::Fp32;
+  if (s == "tf32") return Precision::Tf32;
+  if (s == "bf16") return Precision::Bf16;
+  return std::nullopt;
+}
+
+}  // namespace grpo
