@@ -50,8 +50,9 @@ struct ParamViews {
 };
 
 // Activations of `rows` rows, each [rows, hidden] except logits [rows, 3] and mean/rstd [rows].
-// Under --precision bf16 also bf16 copies of h1 (fc1's input) and of da1 (the gradient at fc1's
-// output), the operands of fc1's products, written by their producers; nullptr otherwise.
+// Under --precision bf16 also h1 (fc1's input) and da1 (the gradient at fc1's output) in bf16,
+// the operands of fc1's products; their producers may then skip the fp32 h1 and da1 (the CUDA
+// kernels do). nullptr otherwise.
 struct PolicyActs {
   float *h0, *h1, *a1, *h2, *logits, *ln_mean, *ln_rstd;
   Bf16 *h1_bf16 = nullptr, *da1_bf16 = nullptr;
@@ -82,7 +83,7 @@ struct ArenaLayout {
   // Network activations for M rows: rollout step t fills rows t*N.. (h0, h1, a1, LN statistics),
   // the loss pass reuses them and overwrites h2 and the logits with its fresh dropout mask.
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
-  // --precision bf16: bf16 copies of h1 and da1 [M, H] and of fc1.weight [H, H] (else empty).
+  // --precision bf16: h1 and da1 [M, H] in bf16 and fc1.weight's bf16 copy [H, H] (else empty).
   size_t h1_bf16, da1_bf16, fc1_w_bf16;
   // Backward: trunk_work holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
   size_t trunk_work, dlogits;

@@ -50,7 +50,9 @@ class Ops {
     const float *h0, *gamma, *beta;  // [M, N], [N], [N]
     float *h1, *mean, *rstd;         // [M, N], [M], [M]: written
     int M, N;
-    Bf16* h1_bf16 = nullptr;  // [M, N]: h1 rounded to bf16 too (--precision bf16), when given
+    // [M, N], or nullptr: h1 rounded to bf16 (--precision bf16). Given it, an executor may
+    // leave h1 unwritten (CudaOps does: under bf16 only the copy is read).
+    Bf16* h1_bf16 = nullptr;
   };
   struct LayerNormBackward {
     const float *dh1, *h0, *gamma, *mean, *rstd;  // the forward's inputs and statistics
@@ -119,7 +121,8 @@ class Ops {
   // writes it. The CUDA executor runs it as one kernel (engine/cuda/rollout_step.cu), whose
   // sums and LayerNorm merge run in their own order: its rows equal the separate ops' within
   // the fp32 tolerances, not bit for bit, and its fc_in and fc_out stay fp32 under --tf32.
-  // Under --precision bf16 (next.h1_bf16 set) it also writes the next h1's bf16 copy.
+  // Under --precision bf16 (next.h1_bf16 set) it writes the next h1's bf16 copy, and may leave
+  // next.h1 unwritten, as the LayerNorm forward may.
   struct RolloutStep {
     ParamViews p;
     PolicyActs now;    // rows of step t: a1 read, logits written, h2 work space
@@ -139,7 +142,8 @@ class Ops {
   // The loss pass's head as one op, so that an executor may fuse it (spec steps 5-6 above the
   // trunk): h2 = dropout(gelu(a1 + b1)) with mask `drop`, logits = h2 W_out^T + b_out, the loss
   // and dlogits of policy_loss, then the head's backward: g_w_out, g_b_out, g_b1 (overwritten)
-  // and da1 = dL/da1 (and its bf16 copy da1_bf16 when set, --precision bf16). h2 and dh2 are
+  // and da1 = dL/da1 (when da1_bf16 is set, --precision bf16, its bf16 copy, and an executor
+  // may leave da1 itself unwritten: the fused kernel does). h2 and dh2 are
   // [M, H] work arrays; da1 may alias h2. The default (ops.cpp)
   // runs the seven ops above in turn; HostOps fuses them into one pass over the rows, CudaOps
   // into two (kernels/head_loss.h).

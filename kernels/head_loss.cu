@@ -126,8 +126,10 @@ struct HeadGrad {
       acc[2][q] += dz1 * h;
       acc[3][q] += dz2 * h;
     }
-    store4(da1 + off, n, vec, d);
-    if (da1_bf16) store4_bf16(da1_bf16 + off, n, vec, d);
+    if (da1_bf16)
+      store4_bf16(da1_bf16 + off, n, vec, d);
+    else
+      store4(da1 + off, n, vec, d);
   }
 };
 

@@ -35,7 +35,8 @@ struct HeadLossArgs {
   float* da1;                              // [M, H], written; may alias neither a1 nor any input
   float *g_b1, *g_w_out, *g_b_out, *loss;  // [H], [3, H], [3], one float: overwritten
   float* scratch;                          // head_loss_scratch_floats(M, H)
-  Bf16* da1_bf16 = nullptr;                // [M, H]: da1 rounded to bf16 (--precision bf16), or nullptr
+  Bf16* da1_bf16 = nullptr;                // [M, H], or nullptr: da1 rounded to bf16 goes here
+                                           // instead, and da1 is left as it was (--precision bf16)
 };
 
 namespace head_loss {

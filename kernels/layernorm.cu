@@ -84,8 +84,10 @@ __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, 
     load4(beta + 4 * g, n, vec, be);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
-    store4(h1 + row * N + 4 * g, n, vec, v);
-    if (h1_bf16) store4_bf16(h1_bf16 + row * N + 4 * g, n, vec, v);
+    if (h1_bf16)
+      store4_bf16(h1_bf16 + row * N + 4 * g, n, vec, v);
+    else
+      store4(h1 + row * N + 4 * g, n, vec, v);
   }
 }
 
@@ -235,7 +237,7 @@ __global__ void layernorm_input_finish_kernel(const float* __restrict__ partial,
 }  // namespace
 
 // Moves 8*M*N + 8*M bytes (h0 in, h1 out, mean and rstd out; the second read of the row comes
-// from L1/L2; gamma and beta from cache), and 2*M*N more for h1's bf16 copy.
+// from L1/L2; gamma and beta from cache); 6*M*N + 8*M when h1 goes out as bf16.
 void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
                                      float* rstd, int M, int N, cudaStream_t stream, Bf16* h1_bf16) {
   check_layernorm_shape(M, N, "layernorm_residual_forward_cuda");

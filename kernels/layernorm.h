@@ -56,7 +56,8 @@ inline size_t layernorm_input_backward_scratch_floats(int M, int N, int D) {
   return layernorm_input_backward_partial_floats(M, N, D) + 2 * size_t(M);
 }
 #if defined(GRPO_HAVE_CUDA)
-// h1_bf16, when given: h1 rounded to bf16 as well (--precision bf16's copy of fc1's input).
+// h1_bf16, when given: h1 rounded to bf16 is written there instead of h1 (--precision bf16,
+// where fc1's products read only the copy); h1 is then left as it was.
 void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const float* beta, float* h1, float* mean,
                                      float* rstd, int M, int N, cudaStream_t stream, Bf16* h1_bf16 = nullptr);
 void layernorm_residual_backward_cuda(const float* dh1, const float* h0, const float* gamma, const float* mean,

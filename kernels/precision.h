@@ -3,8 +3,9 @@
 //   tf32  the cuBLASLt products on TF32 tensor cores (fp32 storage, operands rounded inside; the
 //         host executor runs fp32 instead);
 //   bf16  fc1's three products (the network's only large ones) on bf16 tensor cores: their
-//         operands (fc1's input h1, its weight and the gradient da1) are also kept as bf16
-//         copies written by their producers, summed in fp32; every other op stays fp32. The
+//         operands (fc1's input h1 and the gradient da1, which their producers then write in
+//         bf16 instead of fp32, and a bf16 copy of fc1's weight) summed in fp32; every other op,
+//         and the master weights, stay fp32. The
 //         host executor runs the twins of that, op by op (its fused passes are fp32 only).
 #pragma once
 #include <optional>

@@ -116,8 +116,10 @@ __global__ void rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, bool vec
     load4(s.p.ln_beta + 4 * c, n, vec, be);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
-    store4(h1 + 4 * c, n, vec, v);
-    if (h1_bf16) store4_bf16(h1_bf16 + 4 * c, n, vec, v);
+    if (h1_bf16)
+      store4_bf16(h1_bf16 + 4 * c, n, vec, v);
+    else
+      store4(h1 + 4 * c, n, vec, v);
   }
 }
 

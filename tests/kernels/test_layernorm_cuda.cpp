@@ -1,5 +1,6 @@
 // LayerNorm with residual on the device against the host twins, in both layouts (a warp per
 // row up to N = 1024, a block per row above) and both access paths (float4 and scalar).
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -43,12 +44,14 @@ TEST(LayerNormCuda, ForwardMatchesHost) {
     EXPECT_TRUE(all_close(got, h1)) << c.M << "x" << c.N << " offset " << c.offset;
     EXPECT_TRUE(all_close(dm.download(), mean)) << c.M << "x" << c.N;
     EXPECT_TRUE(all_close(dr.download(), rstd)) << c.M << "x" << c.N;
-    // --precision bf16: h1's copy too (offset 1 misaligns it as well), the kernel's own h1
-    // rounded, bit for bit; h1 itself unchanged by asking for it.
+    // --precision bf16: h1 goes out as bf16 instead (offset 1 misaligns it as well), the
+    // kernel's own h1 rounded, bit for bit, and the fp32 h1 is not written.
     DeviceBuffer<Bf16> d16(std::vector<Bf16>(n + c.offset + 1, Bf16{0xdead}));
-    layernorm_residual_forward_cuda(dh0.get() + c.offset, dg.get(), db.get(), dh1.get() + c.offset, dm.get(), dr.get(),
-                                    c.M, c.N, nullptr, d16.get() + c.offset);
-    EXPECT_EQ(tail(dh1.download(), c.offset), got) << c.M << "x" << c.N;
+    DeviceBuffer<float> untouched(poisoned(n + c.offset));
+    layernorm_residual_forward_cuda(dh0.get() + c.offset, dg.get(), db.get(), untouched.get() + c.offset, dm.get(),
+                                    dr.get(), c.M, c.N, nullptr, d16.get() + c.offset);
+    for (float x : untouched.download()) ASSERT_TRUE(std::isnan(x)) << "h1 written beside its bf16 copy";
+    EXPECT_TRUE(all_close(dm.download(), mean)) << c.M << "x" << c.N;
     const auto copy = d16.download();
     for (size_t i = 0; i < n; ++i)
       ASSERT_EQ(copy[c.offset + i].bits, to_bf16(got[i]).bits) << c.M << "x" << c.N << " @" << i;
