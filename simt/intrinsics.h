@@ -73,6 +73,15 @@ inline float atomicExch(float* p, float v) {
 inline void __threadfence() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_block() { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
 
+// Device side of a conditional graph node (graph.cpp holds the handles): the value the node
+// reads when it is next evaluated.
+namespace simt::detail {
+void set_conditional(cudaGraphConditionalHandle handle, unsigned value);
+}
+inline void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned value) {
+  simt::detail::set_conditional(handle, value);
+}
+
 template <class T>
 inline T __ldg(const T* p) {
   return *p;

@@ -31,6 +31,8 @@ CUstream_st g_legacy_stream, g_per_thread_stream;
 std::set<CUstream_st*> g_streams;
 std::set<CUevent_st*> g_events;
 
+}  // namespace
+
 void run_node(const Node& n) {
   switch (n.kind) {
     case NodeKind::Kernel:
@@ -40,13 +42,14 @@ void run_node(const Node& n) {
       n.event->done = true;
       n.event->when = std::chrono::steady_clock::now();
       break;
+    case NodeKind::Conditional:
+      run_conditional(n);
+      break;
     default:
       n.op();
       break;
   }
 }
-
-}  // namespace
 
 [[noreturn]] void fatal(const std::string& what) {
   std::fprintf(stderr, "\nsimt: %s\nsimt: schedule seed SIMT_SEED=%llu (rerun with it to reproduce)\n", what.c_str(),
@@ -104,7 +107,7 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   if (st->capturing) {
     if (st->invalidated) return set_error(cudaErrorStreamCaptureInvalidated);
     if (n.kind == NodeKind::EventRecord) fatal("event records cannot become graph nodes");
-    st->graph->nodes.push_back(std::make_unique<CUgraphNode_st>(CUgraphNode_st{std::move(n)}));
+    st->graph->nodes.push_back(std::make_unique<CUgraphNode_st>(CUgraphNode_st{std::move(n), nullptr, {nullptr}}));
     return cudaSuccess;
   }
   // The legacy stream synchronises with every other stream, so it cannot join a capture.

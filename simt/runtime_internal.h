@@ -17,7 +17,7 @@
 
 namespace simt::detail {
 
-enum class NodeKind { Kernel, Memcpy, Memset, HostOp, EventRecord };
+enum class NodeKind { Kernel, Memcpy, Memset, HostOp, EventRecord, Conditional };
 
 struct Node {
   explicit Node(NodeKind k) : kind(k) {}
@@ -26,7 +26,14 @@ struct Node {
   KernelLaunch kernel{};        // Kernel
   std::function<void()> op;     // Memcpy, Memset, HostOp: runs the whole operation
   CUevent_st* event = nullptr;  // EventRecord
+  // Conditional: its handle, its type, and (in an instantiated graph) the body's copied nodes.
+  cudaGraphConditionalHandle cond = 0;
+  cudaGraphConditionalNodeType cond_type = cudaGraphCondTypeWhile;
+  std::shared_ptr<const std::vector<Node>> body;
 };
+
+void run_node(const Node& n);         // runtime.cpp
+void run_conditional(const Node& n);  // graph.cpp: evaluates the handle, runs the body in turn
 
 [[noreturn]] void fatal(const std::string& what);  // prints the report and the seed, aborts
 
@@ -69,6 +76,7 @@ MemKind classify(const void* p, size_t n, bool* ok);
 struct CUstream_st {
   unsigned flags = 0;
   bool capturing = false, invalidated = false;
+  bool into_existing = false;  // cudaStreamBeginCaptureToGraph: the graph is not the capture's own
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   CUgraph_st* graph = nullptr;
   unsigned long long capture_id = 0;
@@ -83,6 +91,8 @@ struct CUevent_st {
 
 struct CUgraphNode_st {
   simt::detail::Node node;
+  std::shared_ptr<CUgraph_st> body;  // a conditional node's body graph (phGraph_out[0])
+  cudaGraph_t body_out[1] = {nullptr};
 };
 
 struct CUgraph_st {
@@ -91,4 +101,6 @@ struct CUgraph_st {
 
 struct CUgraphExec_st {
   std::vector<simt::detail::Node> nodes;  // copies: updating the graph later changes nothing
+  // The graph's conditional handles created with cudaGraphCondAssignDefault: reset per launch.
+  std::vector<cudaGraphConditionalHandle> defaults;
 };

@@ -92,6 +92,18 @@ __global__ void axpb_kernel(const float* x, float* out, int n, float a, float b)
   if (i < n) out[i] = a * x[i] + b;
 }
 
+// Several blocks: the last to arrive takes one off the count and says whether any is left.
+__global__ void countdown_kernel(unsigned* count, unsigned* arrived, unsigned* trips, cudaGraphConditionalHandle h) {
+  const unsigned c = *count;
+  if (threadIdx.x == 0) atomicAdd(&trips[c - 1], 1u);
+  __syncthreads();
+  if (threadIdx.x == 0 && atomicAdd(arrived, 1u) == gridDim.x - 1) {
+    atomicExch(arrived, 0u);
+    atomicExch(count, c - 1);
+    cudaGraphSetConditional(h, c - 1 != 0);
+  }
+}
+
 __global__ void smem_poison_kernel(int* out) {
   GRPO_DYNAMIC_SHARED(unsigned char, arena);
   __shared__ int all_ff;
@@ -181,6 +193,10 @@ cudaError_t atomics(const int* values, int n, int* counts, int bins, int* maxv, 
 }
 cudaError_t axpb(const float* x, float* out, int n, float a, float b, cudaStream_t s) {
   return simt::launch(axpb_kernel, dim3(grpo::ceil_div(n, 64)), dim3(64), 0, s, x, out, n, a, b);
+}
+cudaError_t countdown(unsigned* count, unsigned* arrived, unsigned* trips, cudaGraphConditionalHandle h,
+                      cudaStream_t s) {
+  return simt::launch(countdown_kernel, dim3(3), dim3(32), 0, s, count, arrived, trips, h);
 }
 cudaError_t smem_poison(int* out, int blocks, size_t smem_bytes) {
   return simt::launch(smem_poison_kernel, blocks, 40, smem_bytes, 0, out);

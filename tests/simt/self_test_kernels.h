@@ -23,6 +23,10 @@ cudaError_t atomics(const int* values, int n, int* counts, int bins, int* maxv, 
                     unsigned long long* usum);
 // out[i] = a * x[i] + b with a, b by value (graph capture tests).
 cudaError_t axpb(const float* x, float* out, int n, float a, float b, cudaStream_t s);
+// Three blocks take one off *count (>= 1): trips[count - 1] counts the blocks that saw each
+// value, and the last block to arrive sets h to whether the count is still above zero.
+cudaError_t countdown(unsigned* count, unsigned* arrived, unsigned* trips, cudaGraphConditionalHandle h,
+                      cudaStream_t s);
 // Dynamic shared memory: out[i] = 1 if the arena was poisoned (0xFF bytes) at block start.
 cudaError_t smem_poison(int* out, int blocks, size_t smem_bytes);
 // out[b] = 1 when block b found its static __shared__ bytes all 0xFF (64 threads per block).

@@ -241,4 +241,91 @@ TEST(SimtGraph, ForbiddenCallsInCaptureInvalidateIt) {
   cudaFreeHost(pinned);
 }
 
+// A WHILE node added to a capture with cudaGraphAddNode, its body captured on a second stream
+// while the first still captures: the body runs until a kernel in it clears the handle, the
+// handle takes its default again at every launch, the nodes after the loop run once after it.
+TEST(SimtGraph, WhileNodeRunsItsBodyUntilAKernelClearsTheHandle) {
+  DeviceBuffer<unsigned> count(std::vector<unsigned>{5}), arrived(std::vector<unsigned>{0}),
+      trips(std::vector<unsigned>(8, 0));
+  const int n = 16;
+  const auto x = grpo::test::random_floats(n, 41);
+  DeviceBuffer<float> d_x(x), d_y(grpo::test::poisoned(n));
+  cudaStream_t s, body_stream;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreateWithFlags(&body_stream, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);  // the uploads above, before the non-blocking streams
+
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  ASSERT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 2.f, 0.f, s), cudaSuccess);
+  cudaStreamCaptureStatus st;
+  cudaGraph_t g = nullptr;
+  const cudaGraphNode_t* deps = nullptr;
+  size_t num_deps = 0;
+  ASSERT_EQ(cudaStreamGetCaptureInfo(s, &st, nullptr, &g, &deps, nullptr, &num_deps), cudaSuccess);
+  ASSERT_EQ(num_deps, 1u);
+  cudaGraphConditionalHandle h = 0;
+  ASSERT_EQ(cudaGraphConditionalHandleCreate(&h, g, 1, cudaGraphCondAssignDefault), cudaSuccess);
+  cudaGraphNodeParams p{};
+  p.type = cudaGraphNodeTypeConditional;
+  p.conditional.handle = h;
+  p.conditional.type = cudaGraphCondTypeWhile;
+  p.conditional.size = 1;
+  cudaGraphNode_t loop = nullptr;
+  ASSERT_EQ(cudaGraphAddNode(&loop, g, deps, nullptr, num_deps, &p), cudaSuccess);
+  ASSERT_NE(p.conditional.phGraph_out, nullptr);
+  ASSERT_EQ(cudaStreamBeginCaptureToGraph(body_stream, p.conditional.phGraph_out[0], nullptr, nullptr, 0,
+                                          cudaStreamCaptureModeRelaxed),
+            cudaSuccess);
+  ASSERT_EQ(simt_test::countdown(count.get(), arrived.get(), trips.get(), h, body_stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(body_stream, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaStreamUpdateCaptureDependencies(s, &loop, nullptr, 1, cudaStreamSetCaptureDependencies), cudaSuccess);
+  ASSERT_EQ(simt_test::axpb(d_y.get(), d_y.get(), n, 1.f, 1.f, s), cudaSuccess);
+  cudaGraph_t ended = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(s, &ended), cudaSuccess);
+  ASSERT_EQ(ended, g);
+  size_t top = 0, inside = 0;
+  ASSERT_EQ(cudaGraphGetNodes(g, nullptr, &top), cudaSuccess);
+  ASSERT_EQ(cudaGraphGetNodes(p.conditional.phGraph_out[0], nullptr, &inside), cudaSuccess);
+  EXPECT_EQ(top, 3u);
+  EXPECT_EQ(inside, 1u);
+  EXPECT_EQ(trips.download(), std::vector<unsigned>(8, 0)) << "capture must not execute";
+
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(trips.download(), (std::vector<unsigned>{3, 3, 3, 3, 3, 0, 0, 0})) << "five trips of three blocks";
+  EXPECT_EQ(count.download(), std::vector<unsigned>{0});
+  std::vector<float> want(n);
+  for (int i = 0; i < n; ++i) want[i] = 2.f * x[i] + 1.f;
+  EXPECT_EQ(d_y.download(), want) << "the node after the loop ran once";
+
+  // The body cleared the handle; the next launch starts from the default (1) again.
+  count.upload({2});
+  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(trips.download(), (std::vector<unsigned>{6, 6, 3, 3, 3, 0, 0, 0}));
+
+  // A handle belongs to the graph it was made for.
+  cudaGraph_t other;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  ASSERT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 1.f, 0.f, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamEndCapture(s, &other), cudaSuccess);
+  cudaGraphNode_t last = nullptr;
+  size_t one = 1;
+  ASSERT_EQ(cudaGraphGetNodes(other, &last, &one), cudaSuccess);
+  cudaGraphNodeParams q = p;
+  EXPECT_EQ(cudaGraphAddNode(&loop, other, &last, nullptr, 1, &q), cudaErrorInvalidValue);
+  (void)cudaGetLastError();
+  // An update whose body differs is refused.
+  cudaGraphExecUpdateResultInfo info;
+  EXPECT_EQ(cudaGraphExecUpdate(exec, other, &info), cudaErrorGraphExecUpdateFailure);
+  (void)cudaGetLastError();
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  for (cudaGraph_t x : {g, other}) EXPECT_EQ(cudaGraphDestroy(x), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(body_stream), cudaSuccess);
+}
+
 }  // namespace
