@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include "bench/parse_flags.h"
 #include "bench/device_ceiling.h"
 #if defined(GRPO_GPU)
 #include "bench/cuda_breakdown.h"
@@ -117,8 +118,12 @@ int main(int argc, char** argv) {
       app.add_option("--precision", precision, "the CUDA executor's products (grpo train --precision)")
           ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   app.add_flag("--tf32", tf32, "the same as --precision tf32")->excludes(precision_opt);
+  std::string rollout_loop = "on";
+  app.add_option("--rollout-loop", rollout_loop,
+                 "on: the graph's rollout as one WHILE node where it can (the default); off: two nodes a step")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--json", json_path, "also write the results as JSON to this file");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_epoch")) return *code;
 
   TrainConfig c;
   if (preset == "small") c.apply_small_preset();
@@ -130,6 +135,7 @@ int main(int argc, char** argv) {
     c.apply_grpo_defaults();
   }
   c.precision = tf32 ? Precision::Tf32 : *parse_precision(precision);
+  c.rollout_loop = rollout_loop == "on";
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -148,7 +154,8 @@ int main(int argc, char** argv) {
                 {"samples", c.samples()},
                 {"algo", algo_name(c.algo)},
                 {"updates_per_epoch", c.algo == Algo::Grpo ? c.ppo_epochs * c.minibatches : 1},
-                {"precision", precision_name(c.precision)}}},
+                {"precision", precision_name(c.precision)},
+                {"rollout_loop", c.rollout_loop}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},

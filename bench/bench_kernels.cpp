@@ -15,6 +15,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/parse_flags.h"
 #include "bench/host_ceiling.h"
 #include "kernels/adamw.h"
 #include "kernels/gelu.h"
@@ -33,7 +34,7 @@ int main(int argc, char** argv) {
   int repeats = 7;
   app.add_option("--repeats", repeats, "timed calls per op (median)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the rows as JSON");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_kernels")) return *code;
 
   const double gf = bench::sgemm_gflops(1024, 5), gbs = bench::copy_gbps(size_t(256) << 20, 5);
   std::printf("host ceilings: sgemm 1024^3 %.1f GFLOP/s, memcpy %.1f GB/s\n\n", gf, gbs);

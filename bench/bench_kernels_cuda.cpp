@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "bench/parse_flags.h"
 #include "bench/device_ceiling.h"
 #include "bench/host_ceiling.h"
 #include "core/cuda_check.h"
@@ -229,7 +230,7 @@ int main(int argc, char** argv) {
   int repeats = 20;
   app.add_option("--repeats", repeats, "timed calls per op (median)")->check(CLI::Range(1, 1000));
   app.add_option("--json", json_path, "also write the rows as JSON");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_kernels_cuda")) return *code;
   try {
     cudaStream_t st;
     CUDA_CHECK(cudaStreamCreate(&st));

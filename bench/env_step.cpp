@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "bench/parse_flags.h"
 #include "bench/env_step_common.h"
 #include "core/errors.h"
 #include "env/games.h"
@@ -13,7 +14,7 @@ int main(int argc, char** argv) {
   bench::EnvStepOptions o;
   o.replicas = {32, 256, 4096};
   bench::add_env_step_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = grpo::bench::parse_flags(app, argc, argv, "env_step")) return *code;
   try {
     o.game.validate();
   } catch (const UsageError& e) {

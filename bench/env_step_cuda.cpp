@@ -3,6 +3,7 @@
 // Under the SIMT build the kernel runs on the CPU emulator: the numbers are not GPU timings.
 #include <cstdint>
 
+#include "bench/parse_flags.h"
 #include "bench/env_step_common.h"
 #include "core/errors.h"
 #include "env/games.h"
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   o.replicas = {32, 256, 4096, 65536};
 #endif
   bench::add_env_step_options(app, o);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto code = grpo::bench::parse_flags(app, argc, argv, "env_step_cuda")) return *code;
   try {
     o.game.validate();
     const GameConfig& c = o.game;

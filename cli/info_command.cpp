@@ -46,7 +46,9 @@ int run_info(CLI::App& app, const TrainFlags& f, bool capture) {
   g.backend = Backend::Cuda;
   std::unique_ptr<Executor> ex = make_cuda_executor(g);
   ex->set_state(initial_state(g));  // capture_graph's warm-up epoch runs on the run's first state
-  std::printf("graph nodes        %zu (one epoch, captured on %s)\n", ex->capture_graph(), ex->describe().c_str());
+  const Executor::GraphSize size = ex->capture_graph();
+  std::printf("graph nodes        %zu (one epoch, captured on %s; %zu node runs per replay)\n", size.nodes,
+              ex->describe().c_str(), size.runs);
 #endif
   return 0;
 }

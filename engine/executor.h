@@ -35,10 +35,15 @@ class Executor {
   virtual void launch_epoch() = 0;
   // Blocks until epoch `epoch` has finished and returns its metrics snapshot.
   virtual TrainScalars wait_metrics(uint32_t epoch) = 0;
-  // Captures the epoch graph now if it was not yet and returns its node count; 0 for executors
+  // The epoch graph's size: nodes, each node of a loop's body counted once, and node runs per
+  // replay (a body's nodes once per trip).
+  struct GraphSize {
+    size_t nodes = 0, runs = 0;
+  };
+  // Captures the epoch graph now if it was not yet and returns its size; zeros for executors
   // without a graph. Before any epoch has run, it first runs one eagerly (every cuBLAS shape is
   // then met outside the capture) and restores the state, so the run is where it was.
-  virtual size_t capture_graph() { return 0; }
+  virtual GraphSize capture_graph() { return {}; }
 };
 
 // Throws UsageError, naming the sizes and the flags that shrink them, when a configuration

@@ -5,17 +5,33 @@
 
 namespace grpo {
 
+Ops::RolloutStep rollout_step_at(const Ops::Rollout& r, int t) {
+  const size_t row = size_t(t) * r.N;
+  const bool last = t + 1 == r.T;
+  const PolicyActs now = r.acts.rows_from(row, r.H);
+  return Ops::RolloutStep{r.p,
+                          now,
+                          last ? now : r.acts.rows_from(row + r.N, r.H),
+                          last ? nullptr : r.obs + (row + r.N) * r.D,
+                          r.actions + row,
+                          r.rewards + row,
+                          r.games,
+                          r.seed,
+                          r.epoch,
+                          r.dropout,
+                          uint32_t(t),
+                          r.N,
+                          r.D,
+                          r.H};
+}
+
 void Ops::rollout(const Rollout& r) {
   games_reset(r.games, r.seed, r.epoch, r.obs);
   policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
   for (int t = 0; t < r.T; ++t) {
-    const size_t row = size_t(t) * r.N;
-    const bool last = t + 1 == r.T;
-    const PolicyActs now = r.acts.rows_from(row, r.H);
-    fc1_forward(*this, r.p, now, r.N, r.H);
-    rollout_step(RolloutStep{r.p, now, last ? now : r.acts.rows_from(row + r.N, r.H),
-                             last ? nullptr : r.obs + (row + r.N) * r.D, r.actions + row, r.rewards + row, r.games,
-                             r.seed, r.epoch, r.dropout, uint32_t(t), r.N, r.D, r.H});
+    const RolloutStep s = rollout_step_at(r, t);
+    fc1_forward(*this, r.p, s.now, r.N, r.H);
+    rollout_step(s);
   }
 }
 

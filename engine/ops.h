@@ -91,8 +91,10 @@ class Ops {
   // The rollout (spec steps 1-2) as one op: games_reset and the trunk up to fc1 of step 0, then
   // T steps of the product with fc1.weight and rollout_step. Step t writes its activations into
   // rows t*N.. of acts (the loss pass reuses the trunk's), its actions, rewards and next
-  // observations into rows t*N... The default (ops.cpp) is that step-by-step loop, which the CUDA
-  // executor captures: two nodes a step when rollout_step is one kernel. No game reads another's
+  // observations into rows t*N... The default (ops.cpp) is that step-by-step loop: two CUDA
+  // nodes a step when rollout_step is one kernel. Under capture, CudaOps puts every step but the
+  // last into one WHILE node when the product takes the few-row kernel
+  // (engine/cuda/rollout_loop.cpp). No game reads another's
   // rows, so HostOps runs fixed groups of games from the first step to the last on the pool's
   // threads, with no barrier between steps (engine/host/rollout.cpp).
   struct Rollout {
@@ -202,5 +204,9 @@ class Ops {
   virtual void range_push(const char*) {}
   virtual void range_pop() {}
 };
+
+// Step t of rollout r: rows t*N.. of its activations, actions and rewards, the next step's rows
+// and observations unless t is the last (then obs_next is nullptr and next aliases now).
+Ops::RolloutStep rollout_step_at(const Ops::Rollout& r, int t);
 
 }  // namespace grpo

@@ -7,6 +7,7 @@
 // so a result does not depend on the schedule: graph replays and eager runs agree bit for bit.
 // The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
 // fp32 tiles and sums the same way: half the bytes of W from L2.
+#include <stdexcept>
 #include <string>
 
 #include "core/launch.h"
@@ -24,7 +25,12 @@ __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
 template <class T>
 __global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T* __restrict__ W,
                                                const float* __restrict__ bias, float* __restrict__ Y, int M, int N,
-                                               int K) {
+                                               int K, const uint32_t* step) {
+  if (step) {  // rows step*M.. of X and Y, the step read now (a graph loop's body)
+    const size_t s = *step;
+    X += s * size_t(M) * K;
+    Y += s * size_t(M) * N;
+  }
   // +1: the column read ws[c][k] of a warp's 32 threads hits 32 different banks.
   __shared__ float xs[kTileRows][kTileK + 1];
   __shared__ float ws[kTileCols][kTileK + 1];
@@ -64,23 +70,36 @@ bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32) {
 
 namespace {
 template <class T>
-void few_rows(const T* X, const T* W, const float* bias, float* Y, int M, int N, int K, cudaStream_t stream,
-              const char* op) {
+void few_rows(const T* X, const T* W, const float* bias, float* Y, int M, int N, int K, const uint32_t* step,
+              cudaStream_t stream, const char* op) {
   check_linear_shape(M, N, K, op);
   if (M == 0) return;
   const dim3 grid(ceil_div(size_t(N), kTileCols), ceil_div(size_t(M), kTileRows));
-  launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K);
+  launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step);
 }
 }  // namespace
 
 void linear_forward_few_rows_cuda(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
                                   cudaStream_t stream) {
-  few_rows(X, W, bias, Y, M, N, K, stream, "linear_forward_few_rows_cuda");
+  few_rows(X, W, bias, Y, M, N, K, nullptr, stream, "linear_forward_few_rows_cuda");
 }
 
 void linear_forward_few_rows_bf16_cuda(const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N, int K,
                                        cudaStream_t stream) {
-  few_rows(X, W, bias, Y, M, N, K, stream, "linear_forward_few_rows_bf16_cuda");
+  few_rows(X, W, bias, Y, M, N, K, nullptr, stream, "linear_forward_few_rows_bf16_cuda");
+}
+
+void linear_forward_few_rows_stepped_cuda(const float* X, const float* W, float* Y, int M, int N, int K,
+                                          const uint32_t* step, cudaStream_t stream) {
+  if (!step) throw std::invalid_argument("linear_forward_few_rows_stepped_cuda: no step counter");
+  few_rows(X, W, static_cast<const float*>(nullptr), Y, M, N, K, step, stream, "linear_forward_few_rows_stepped_cuda");
+}
+
+void linear_forward_few_rows_stepped_bf16_cuda(const Bf16* X, const Bf16* W, float* Y, int M, int N, int K,
+                                               const uint32_t* step, cudaStream_t stream) {
+  if (!step) throw std::invalid_argument("linear_forward_few_rows_stepped_bf16_cuda: no step counter");
+  few_rows(X, W, static_cast<const float*>(nullptr), Y, M, N, K, step, stream,
+           "linear_forward_few_rows_stepped_bf16_cuda");
 }
 
 }  // namespace grpo

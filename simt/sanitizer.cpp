@@ -191,25 +191,27 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
     if (!s) continue;
     SharedCell& c = g_sshadow[s->shadow + (b - s->lo)];
     const Access now = now_access(1, pc);
-    const std::string buf = std::string(write && !read  ? "write"
-                                        : read && write ? "update"
-                                                        : "read") +
-                            " of " + std::to_string(n) + " bytes at " + demangled(s->what) + " + " +
-                            std::to_string(b - s->lo);
+    // Only a report needs the words (demangling on every access would cost more than the checks).
+    const auto buf = [&] {
+      return std::string(write && !read  ? "write"
+                         : read && write ? "update"
+                                         : "read") +
+             " of " + std::to_string(n) + " bytes at " + demangled(s->what) + " + " + std::to_string(b - s->lo);
+    };
     if (read && c.written != g_block_epoch)
-      report(std::string("shared memory read before any thread of this block wrote it: ") + buf, now, "read", nullptr,
+      report(std::string("shared memory read before any thread of this block wrote it: ") + buf(), now, "read", nullptr,
              nullptr, "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
     if (!atomic) {
       const char* hint =
           "threads of a block are ordered by __syncthreads, lanes of a warp by a warp collective "
           "of both (__syncwarp)\n";
       if (conflicts_shared(c.w, now))
-        report(std::string("data race on shared memory: ") + buf, now, write ? "write" : "read", &c.w, "earlier write",
-               hint);
+        report(std::string("data race on shared memory: ") + buf(), now, write ? "write" : "read", &c.w,
+               "earlier write", hint);
       if (write && conflicts_shared(c.r, now))
-        report(std::string("data race on shared memory: ") + buf, now, "write", &c.r, "earlier read", hint);
+        report(std::string("data race on shared memory: ") + buf(), now, "write", &c.r, "earlier read", hint);
       if (write && conflicts_shared(c.r_other, now))
-        report(std::string("data race on shared memory: ") + buf, now, "write", &c.r_other, "earlier read", hint);
+        report(std::string("data race on shared memory: ") + buf(), now, "write", &c.r_other, "earlier read", hint);
     }
     if (write) c.w = now, c.written = g_block_epoch;
     if (read && !write) {

@@ -47,6 +47,7 @@ class CudaExecutor final : public Executor {
     for (auto& e : events_) e = cuda::make_event(cudaEventDisableTiming);
     blas_ = std::make_unique<Blas>(BlasOptions{c.precision});
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
+    ops_->set_rollout_loop(c.rollout_loop);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
   }
@@ -131,8 +132,8 @@ class CudaExecutor final : public Executor {
 
   // Without a warm-up yet, runs one epoch eagerly first and then restores the state, so the
   // run is where it was and the next launch_epoch replays the graph.
-  size_t capture_graph() override {
-    if (!cfg_.use_graph) return 0;
+  GraphSize capture_graph() override {
+    if (!cfg_.use_graph) return {};
     if (!warmed_up_) {
       const RunState s = get_state();
       enqueue_epoch();
@@ -140,15 +141,17 @@ class CudaExecutor final : public Executor {
       set_state(s);
     }
     if (!exec_) capture();
-    size_t n = 0;
-    CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nullptr, &n));
-    return n;
+    size_t top = 0;
+    CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nullptr, &top));
+    const CudaOps::LoopNodes loops = ops_->loop_nodes();
+    return GraphSize{top + loops.nodes, top + loops.runs};
   }
 
  private:
   void capture() {
     // cuBLAS sets each GEMM shape up on its first call, which a capture cannot record.
     if (!warmed_up_) throw CudaError("capture before a warm-up epoch has met every cuBLAS shape eagerly");
+    ops_->reset_loop_nodes();
     CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeGlobal));
     cudaGraph_t g = nullptr;
     try {

@@ -1,5 +1,6 @@
 // Ops on a CUDA stream: every op is its launcher (kernels/, env/). Used eagerly, and under stream
-// capture to record the epoch's graph; nothing here allocates or synchronises.
+// capture to record the epoch's graph; nothing here allocates or synchronises after construction
+// (which makes the rollout loop's two counters and body stream).
 #pragma once
 #include "engine/ops.h"
 #include "env/game_config.h"
@@ -14,7 +15,12 @@ namespace grpo {
 class CudaOps final : public Ops {
  public:
   CudaOps(const GameConfig& game, int replicas, Blas& blas, cudaStream_t stream)
-      : game_(game), replicas_(replicas), blas_(blas), stream_(stream) {}
+      : game_(game),
+        replicas_(replicas),
+        blas_(blas),
+        stream_(stream),
+        loop_counters_(cuda::device_array<uint32_t>(2)),
+        body_stream_(cuda::make_stream(cudaStreamNonBlocking)) {}
 
   void games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) override;
   void games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
@@ -37,6 +43,11 @@ class CudaOps final : public Ops {
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias, int M,
                                   int N, const DropoutSpec& d, float* scratch) override;
+  // Eagerly, the default (ops.cpp). Under capture, when the rollout's product takes the few-row
+  // kernel (the small preset), every step but the last becomes one WHILE node whose body is that
+  // product and the fused step, each reading the step from a device counter
+  // (engine/cuda/rollout_loop.cpp): the graph holds 3 nodes for T - 1 steps instead of 2 (T - 1).
+  void rollout(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
   // The two-pass head of kernels/head_loss.cu instead of the default's seven ops; h2 and dh2 are
@@ -65,6 +76,16 @@ class CudaOps final : public Ops {
   void range_pop() override;
   // Ranges are on in eager mode only: inside a capture they would fire once, not on replay.
   void set_ranges(bool on) { ranges_ = on; }
+  // TrainConfig::rollout_loop: off captures the rollout step by step, as eager mode runs it.
+  void set_rollout_loop(bool on) { rollout_loop_ = on; }
+
+  // What the captures since the last reset put inside loop bodies: nodes (each counted once)
+  // and node runs per replay (nodes times trips).
+  struct LoopNodes {
+    size_t nodes = 0, runs = 0;
+  };
+  LoopNodes loop_nodes() const { return loop_nodes_; }
+  void reset_loop_nodes() { loop_nodes_ = {}; }
 
  private:
   GameConfig game_;
@@ -72,6 +93,10 @@ class CudaOps final : public Ops {
   Blas& blas_;
   cudaStream_t stream_;
   bool ranges_ = false;
+  bool rollout_loop_ = true;
+  cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters
+  cuda::Stream body_stream_;                   // captures the loop's body
+  LoopNodes loop_nodes_;
 };
 
 }  // namespace grpo

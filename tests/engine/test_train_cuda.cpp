@@ -9,6 +9,8 @@
 namespace grpo::test {
 namespace {
 
+TrainConfig bf16(TrainConfig c);
+
 void expect_cuda_matches_host(const TrainConfig& c) {
   std::vector<TrainScalars> mh, md;
   auto host = make_host_executor(c);
@@ -46,16 +48,18 @@ TEST(TrainCuda, GrpoMatchesHostExecutorOverThreeEpochs) {
   expect_cuda_matches_host(tiny_grpo_config());
 }
 
-void expect_graph_equals_eager(TrainConfig c) {
+Executor::GraphSize expect_graph_equals_eager(TrainConfig c) {
   c.use_graph = true;
   auto graph = make_cuda_executor(c);
   const RunState g = run_epochs(c, *graph, 5);
-  EXPECT_GT(graph->capture_graph(), 20u);  // the graph was captured and replayed
+  const Executor::GraphSize size = graph->capture_graph();
+  EXPECT_GT(size.nodes, 20u);  // the graph was captured and replayed
   c.use_graph = false;
   auto eager = make_cuda_executor(c);
   const RunState e = run_epochs(c, *eager, 5);
   EXPECT_EQ(g.scalars.epoch, 5u);
   EXPECT_TRUE(bitwise_equal(g, e));
+  return size;
 }
 
 TEST(TrainCuda, GraphReplayEqualsEagerBitForBit) {
@@ -66,6 +70,29 @@ TEST(TrainCuda, GraphReplayEqualsEagerBitForBit) {
 TEST(TrainCuda, GrpoGraphReplayEqualsEagerBitForBit) {
   GRPO_REQUIRE_DEVICE();
   expect_graph_equals_eager(tiny_grpo_config());
+}
+
+// From hidden 32 the rollout's product takes the few-row kernel, and the graph holds every
+// rollout step but the last as one WHILE node (engine/cuda/rollout_loop.cpp): its body's two
+// nodes run T - 1 times per replay, and the run is the eager one bit for bit.
+TEST(TrainCuda, GraphWithTheRolloutLoopEqualsEagerBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 32;
+  const Executor::GraphSize looped = expect_graph_equals_eager(c);
+  EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
+  c.rollout_loop = false;  // the same epoch unrolled: two nodes a step
+  const Executor::GraphSize unrolled = expect_graph_equals_eager(c);
+  EXPECT_EQ(unrolled.runs, unrolled.nodes);
+  EXPECT_EQ(unrolled.nodes, looped.runs - 2) << "unrolled, the memset and the WHILE node go";
+}
+
+TEST(TrainCuda, GrpoBf16GraphWithTheRolloutLoopEqualsEagerBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = bf16(tiny_grpo_config());
+  c.hidden_size = 32;
+  const Executor::GraphSize looped = expect_graph_equals_eager(c);
+  EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
 }
 
 TEST(TrainCuda, ReplaysDrawFreshRandomNumbersEachEpoch) {

@@ -59,15 +59,16 @@ def markdown(doc):
     steps = doc.get("game_steps_per_s", {})
     eager, tf32 = doc.get("epochs_per_s_eager", {}), doc.get("epochs_per_s_tf32", {})
     bf16 = doc.get("epochs_per_s_bf16", {})
-    grpo = doc.get("epochs_per_s_grpo", {})
+    grpo, unrolled = doc.get("epochs_per_s_grpo", {}), doc.get("epochs_per_s_unrolled", {})
     lines += ["", "## Epochs per second (training included)", "",
               "| preset | engine graph | engine eager | engine graph TF32 | engine graph BF16 | "
-              "engine graph `--algo grpo` | game steps/s (graph) | PyTorch best | engine / PyTorch |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "engine graph, rollout unrolled | engine graph `--algo grpo` | game steps/s (graph) | PyTorch best | "
+              "engine / PyTorch |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for p in ("small", "reference"):
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(grpo.get(p)),
-            _fmt(steps.get(p), "%.3g"), _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(unrolled.get(p)),
+            _fmt(grpo.get(p)), _fmt(steps.get(p), "%.3g"), _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",
