@@ -85,12 +85,15 @@ void loss_and_backward(Ops& ops, const StepBuffers& b, const TrainConfig& c, con
   ops.loss_pass(Ops::LossPass{head, b.p, b.g, acts, b.obs + r0 * D, D, b.trunk_work});
 }
 
-// Spec steps 6-7: clip by the global norm, then AdamW.
+// Spec steps 6-7: clip by the global norm, then AdamW, which also writes fc1.weight's bf16
+// copy under --precision bf16 (the products after an update read it).
 void update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   ops.grad_norm(b.grads, b.n_params, b.scalars, c.max_grad_norm, b.scratch);
   AdamWConfig adam;
   adam.weight_decay = c.weight_decay;
-  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam);
+  const int H = c.hidden_size;
+  const Bf16Copy fc1_copy{size_t(b.p.fc1_w - b.params), b.p.fc1_w_bf16 ? size_t(H) * H : 0, b.p.fc1_w_bf16};
+  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam, fc1_copy);
 }
 
 // --algo grpo after the rollout (docs/spec/training.md "Beyond the reference"): keep the rollout
@@ -114,7 +117,7 @@ void grpo_update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
     const size_t r0 = size_t(u % B) * rows;
     ops.range_push("loss+backward");
     if (u > 0) {
-      refresh_fc1_weights(ops, b.p, H);
+      ops.weights_unchanged(b.p.fc1_w, H, H);  // the last update wrote the bf16 copy too
       policy_trunk_forward(ops, b.p, b.obs + r0 * c.obs_dim(), rows, c.obs_dim(), H, b.acts.rows_from(r0, H));
     }
     loss_and_backward(ops, b, c, objective, uint32_t(u), r0, rows);

@@ -20,6 +20,10 @@
 // Device: 16-byte loads and stores (float4) in a grid-stride loop, a scalar tail of n % 4.
 // Bytes moved: 28 per element (read p, g, m, v; write p, m, v) + 16 of scalars.
 // Requirements: params, grads, m, v 16-byte aligned (slab views from cudaMalloc).
+// With a Bf16Copy, it also writes to_bf16(p) of every updated element i in [begin, begin +
+// count) to dst[i - begin] (kernels/bf16.h's rounding): fc1.weight's working copy under
+// --precision bf16 comes out of the update itself, with no pass of its own. Skipped updates
+// write no copy either (the parameters, and so their copy, stay as they were).
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -27,6 +31,7 @@
 
 #include "core/exact_math.h"
 #include "core/host_device.h"
+#include "kernels/bf16.h"
 #include "kernels/train_scalars.h"
 
 #if defined(GRPO_HAVE_CUDA)
@@ -57,6 +62,15 @@ GRPO_HD double powu(double b, uint32_t e) {
   return r;
 }
 }  // namespace adamw_detail
+
+// The bf16 copy of one range of the slab that an update also writes (dst == nullptr: none).
+struct Bf16Copy {
+  size_t begin = 0, count = 0;
+  Bf16* dst = nullptr;
+  GRPO_HD void put(size_t i, float p) const {
+    if (dst && i - begin < count) dst[i - begin] = to_bf16(p);  // unsigned: i < begin is out too
+  }
+};
 
 // Per-update coefficients, computed once per thread from the device-resident scalars.
 struct AdamWCoeffs {
@@ -91,12 +105,12 @@ GRPO_HD void adamw_element(float& p, float grad, float& m, float& v, const AdamW
 
 // Host twin; all pointers are host memory.
 void adamw_host(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                const AdamWConfig& cfg);
+                const AdamWConfig& cfg, const Bf16Copy& copy = {});
 
 #if defined(GRPO_HAVE_CUDA)
 // All pointers are device memory; one kernel in `stream`.
 void adamw_cuda(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                const AdamWConfig& cfg, cudaStream_t stream);
+                const AdamWConfig& cfg, cudaStream_t stream, const Bf16Copy& copy = {});
 #endif
 
 }  // namespace grpo

@@ -4,10 +4,13 @@
 namespace grpo {
 
 void adamw_host(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                const AdamWConfig& cfg) {
+                const AdamWConfig& cfg, const Bf16Copy& copy) {
   if (s->nonfinite != 0) return;  // apex's no-op flag: the whole update is skipped
   const AdamWCoeffs k = adamw_coeffs(s->lr, s->adam_step, s->clip_scale, cfg);
-  for (size_t i = 0; i < n; ++i) adamw_element(params[i], grads[i], m[i], v[i], k);
+  for (size_t i = 0; i < n; ++i) {
+    adamw_element(params[i], grads[i], m[i], v[i], k);
+    copy.put(i, params[i]);
+  }
 }
 
 }  // namespace grpo

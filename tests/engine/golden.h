@@ -161,7 +161,7 @@ inline void run_golden(Ops& ops, const Memory& mem) {
   ops.grad_norm(grads, l.total, sd, max_norm, scratch);
   AdamWConfig cfg;
   cfg.weight_decay = g["config"]["weight_decay"];
-  ops.adamw(params, grads, m, v, l.total, sd, cfg);
+  ops.adamw(params, grads, m, v, l.total, sd, cfg, Bf16Copy{});
   mem.download(&s, sd, sizeof s);
   const double want_norm = g["grad_norm"], want_clip = g["clip_scale"];
   EXPECT_NEAR(s.grad_norm, want_norm, 1e-5 * want_norm);

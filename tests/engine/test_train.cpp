@@ -5,8 +5,11 @@
 #include <numeric>
 
 #include "engine/cost.h"
+#include "engine/host/ops.h"
 #include "engine/layout.h"
+#include "engine/step.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/test_util.h"
 
 namespace grpo::test {
 namespace {
@@ -129,6 +132,28 @@ TEST(TrainHost, PatienceStopsEarly) {
   EXPECT_GE(r.last_epoch, r.best_epoch + 3);
   EXPECT_LE(r.last_epoch, r.best_epoch + 3 + 1);  // lag of at most one epoch
   EXPECT_LT(r.epochs_run, 50u);
+}
+
+// --algo grpo under --precision bf16: the products after an update read fc1.weight's bf16 copy,
+// which AdamW writes with the update (kernels/adamw.h). After an epoch of several updates the
+// copy is the rounding of the moved weights, element for element.
+TEST(TrainHost, Bf16CopyOfFc1FollowsEveryUpdate) {
+  TrainConfig c = tiny_grpo_config();
+  c.precision = Precision::Bf16;
+  const ParamLayout pl(c.hidden_size, c.obs_dim());
+  const ArenaLayout al(c);
+  RunState st = initial_state(c);
+  std::vector<float> arena_f((al.total + 3) / 4 + 16, poison_value());
+  void* arena = arena_f.data() + (16 - reinterpret_cast<uintptr_t>(arena_f.data()) % 64 / 4) % 16;
+  const StepBuffers b = StepBuffers::over(st.slabs.data(), arena, c);
+  *b.scalars = st.scalars;
+  const size_t n = size_t(c.hidden_size) * c.hidden_size;
+  const std::vector<float> before(b.p.fc1_w, b.p.fc1_w + n);
+  HostOps ops(c.game, c.batch_size);
+  training_step(ops, b, c);
+  ASSERT_EQ(b.scalars->adam_step, uint32_t(c.ppo_epochs * c.minibatches));
+  ASSERT_NE(std::vector<float>(b.p.fc1_w, b.p.fc1_w + n), before) << "the updates moved nothing";
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(b.p.fc1_w_bf16[i].bits, to_bf16(b.p.fc1_w[i]).bits) << i;
 }
 
 }  // namespace

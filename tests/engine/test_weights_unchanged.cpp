@@ -23,7 +23,7 @@ TEST(WeightsUnchanged, PackedForwardMatchesAndAdamWDropsTheCopy) {
   // A step's AdamW, then new weights in the same memory: the next product must see them.
   std::vector<float> grads(W.size(), 0.f), m(W.size(), 0.f), v(W.size(), 0.f);
   TrainScalars s = train_scalars_start(0.f);
-  ops.adamw(W.data(), grads.data(), m.data(), v.data(), W.size(), &s, AdamWConfig{});
+  ops.adamw(W.data(), grads.data(), m.data(), v.data(), W.size(), &s, AdamWConfig{}, Bf16Copy{});
   for (auto& w : W) w = -w;
   linear_forward_host(X.data(), W.data(), b.data(), want.data(), M, N, K);
   got = poisoned(got.size());

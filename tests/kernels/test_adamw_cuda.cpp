@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 
 #include "kernels/adamw.h"
@@ -83,6 +84,56 @@ TEST(AdamWCuda, NonFiniteFlagSkipsTheUpdate) {
   EXPECT_EQ(s.skipped_updates, 1u);
   EXPECT_EQ(s.adam_step, 5u);
   EXPECT_EQ(s.epoch, 6u);
+}
+
+// The bf16 copy of a range of the slab comes out of the update: on the device and the host
+// alike, each element of [begin, begin + count) is to_bf16 of its new value, bit for bit, and
+// nothing outside the range is written (the destination is poisoned beyond it). Ranges that
+// start and end off the float4 boundaries, and one through the scalar tail. A skipped update
+// writes no copy.
+TEST(AdamWCuda, WritesTheBf16CopyOfARange) {
+  GRPO_REQUIRE_DEVICE();
+  const size_t n = 1003;
+  struct Range {
+    size_t begin, count;
+  };
+  for (const Range r : {Range{0, n}, Range{5, 998}, Range{17, 1}, Range{990, 13}, Range{2, 0}}) {
+    SCOPED_TRACE(::testing::Message() << "range " << r.begin << " + " << r.count);
+    auto p = random_floats(n, r.begin + 1, -1, 1), m = random_floats(n, 2, -0.1f, 0.1f);
+    auto v = random_floats(n, 3, 0.f, 0.01f);
+    const auto g = random_floats(n, r.count + 4, -1, 1);
+    DeviceBuffer<float> dp(p), dm(m), dv(v), dg(g);
+    const TrainScalars s = train_scalars_start(1e-3f, 7, 7);
+    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    const Bf16 poison{0xFFFF};
+    std::vector<Bf16> host_copy(r.count + 8, poison);
+    DeviceBuffer<Bf16> dcopy(host_copy);
+    adamw_host(p.data(), g.data(), m.data(), v.data(), n, &s, AdamWConfig{},
+               Bf16Copy{r.begin, r.count, host_copy.data()});
+    adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
+               Bf16Copy{r.begin, r.count, dcopy.get()});
+    ASSERT_TRUE(same_bits(dp.download(), p));
+    const std::vector<Bf16> got = dcopy.download();
+    for (size_t i = 0; i < r.count + 8; ++i) {
+      const uint16_t want = i < r.count ? to_bf16(p[r.begin + i]).bits : poison.bits;
+      ASSERT_EQ(host_copy[i].bits, want) << "host @" << i;
+      ASSERT_EQ(got[i].bits, want) << "device @" << i;
+    }
+  }
+  // Skipped: the copy keeps what it held.
+  auto g = random_floats(n, 9, -1, 1);
+  DeviceBuffer<float> dp(random_floats(n, 8, -1, 1)), dm(std::vector<float>(n, 0.f)), dv(std::vector<float>(n, 0.f)),
+      dg(g);
+  TrainScalars s = train_scalars_start(1e-3f, 7, 7);
+  s.nonfinite = 1;
+  DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+  DeviceBuffer<Bf16> dcopy(std::vector<Bf16>(n, Bf16{0x1234}));
+  adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr, Bf16Copy{0, n, dcopy.get()});
+  for (const Bf16 b : dcopy.download()) ASSERT_EQ(b.bits, 0x1234);
+  // A range outside the slab is refused before any launch.
+  EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
+                          Bf16Copy{n - 2, 3, dcopy.get()}),
+               std::invalid_argument);
 }
 
 // The StepLR power on the device equals the host's, also far into a run.
