@@ -148,3 +148,39 @@ def cuda_matches_host(kit, precision):
                                                                                worst["score"])
     kit.data.setdefault("host_parity", {})[precision] = worst
     return kit.record(name, "fail" if bad else "pass", figure, seconds, detail=bad or None)
+
+
+# Does a run learn at each precision? The small preset from scratch, graph mode: the mean score of
+# the last LEARN_TAIL epochs must beat the first LEARN_HEAD epochs' by LEARN_GAIN. The host
+# executor, on the same flags and seed, went from -20.8 (first 10 epochs) to -4.4 (last 50), so
+# half that gain leaves room for another trajectory; fp32 and bf16 are two different runs, so
+# their difference is a figure, not a criterion.
+LEARN_EPOCHS, LEARN_HEAD, LEARN_TAIL, LEARN_GAIN = 300, 10, 50, 8.0
+
+
+def learning(kit):
+    name = "learning: small preset, %d epochs, fp32 and BF16" % LEARN_EPOCHS
+    if not kit.have("grpo"):
+        return kit.not_run(name, "the build failed")
+    base = ["--preset", "small", "--backend", "cuda", "--patience", "0", "--seed", "7"]
+    pair = _train_pair(kit, name, [("learn-fp32", base), ("learn-bf16", base + ["--precision", "bf16"])],
+                       LEARN_EPOCHS)
+    if pair is None:
+        return False
+    figures, bad = {}, []
+    for tag, d in zip(("fp32", "bf16"), pair[:2]):
+        try:
+            m = parse.metrics(os.path.join(d, "metrics.jsonl"))
+        except (OSError, ValueError) as ex:
+            return kit.record(name, "fail", "unreadable metrics: %s" % ex, pair[2])
+        if len(m) != LEARN_EPOCHS:
+            bad.append("%s ran %d epochs" % (tag, len(m)))
+            continue
+        head = sum(float(r["score"]) for r in m[:LEARN_HEAD]) / LEARN_HEAD
+        tail = sum(float(r["score"]) for r in m[-LEARN_TAIL:]) / LEARN_TAIL
+        figures[tag] = {"first": head, "last": tail}
+        if not tail >= head + LEARN_GAIN:
+            bad.append("%s: first %d epochs %.2f, last %d %.2f" % (tag, LEARN_HEAD, head, LEARN_TAIL, tail))
+    kit.data["learning"] = figures
+    figure = "; ".join("%s %.2f -> %.2f" % (t, f["first"], f["last"]) for t, f in figures.items())
+    return kit.record(name, "fail" if bad else "pass", figure or "no figures", pair[2], detail=bad or None)
