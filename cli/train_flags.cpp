@@ -77,6 +77,8 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->capture_default_str();
   app.add_flag("--no-graph", f.no_graph,
                "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
+  app.add_flag("--no-rollout-loop", f.no_rollout_loop,
+               "cuda: capture every rollout step as nodes of their own instead of one WHILE node");
   auto* precision =
       app.add_option_function<std::string>(
              "--precision", [&c](const std::string& v) { c.precision = *parse_precision(v); },
@@ -136,6 +138,7 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
   }
   if (given("--lr-schedule")) c.lr_schedule = f.lr_schedule == "linear" ? LrSchedule::Linear : LrSchedule::Step;
   c.use_graph = !f.no_graph;
+  c.rollout_loop = !f.no_rollout_loop;
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";
   c.validate();

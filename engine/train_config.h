@@ -48,7 +48,7 @@ struct TrainConfig {
   Precision precision = Precision::Fp32;  // --precision: the CUDA executor's products (kernels/precision.h)
   // The CUDA executor's graph holds the rollout's steps as one WHILE node where the product takes
   // the few-row kernel (engine/cuda/rollout_loop.cpp); false unrolls them, two nodes a step
-  // (bench_epoch --rollout-loop off compares the two).
+  // (--no-rollout-loop; bench_epoch --rollout-loop off compares the two).
   bool rollout_loop = true;
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl

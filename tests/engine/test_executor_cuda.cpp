@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
@@ -62,6 +63,32 @@ TEST(ExecutorCuda, InfoGraphCapturesAfterAWarmUp) {
   EXPECT_EQ(command_output(cmd, out), 0) << out;
   EXPECT_NE(out.find("graph nodes        "), std::string::npos) << out;
   EXPECT_EQ(out.find("graph nodes        n/a"), std::string::npos) << out;
+}
+
+// At hidden 32 the rollout's product takes the few-row kernel: the graph holds the steps as one
+// WHILE node, so it has fewer nodes than it runs; --no-rollout-loop captures them unrolled, as
+// many nodes as runs, and that many more nodes than the loop's graph.
+TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitch) {
+  GRPO_REQUIRE_DEVICE();
+  const auto sizes = [](const std::string& extra) {
+    const std::string cmd = std::string(GRPO_BINARY_DIR) +
+                            "/grpo info --graph --hidden-size 32 --batch-size 1 --max-steps 6 " + extra + " 2>&1";
+    std::string out;
+    EXPECT_EQ(command_output(cmd, out), 0) << out;
+    unsigned long nodes = 0, runs = 0;
+    const size_t at = out.find("graph nodes");
+    EXPECT_NE(at, std::string::npos) << out;
+    const size_t semi = out.find(';', at);
+    if (at == std::string::npos || semi == std::string::npos) return std::pair{nodes, runs};
+    nodes = std::stoul(out.substr(at + 11));
+    runs = std::stoul(out.substr(semi + 1));
+    return std::pair{nodes, runs};
+  };
+  const auto [loop_nodes, loop_runs] = sizes("");
+  const auto [flat_nodes, flat_runs] = sizes("--no-rollout-loop");
+  EXPECT_EQ(loop_runs, loop_nodes - 2 + 2 * 5) << "a body of two nodes, five trips";
+  EXPECT_EQ(flat_nodes, flat_runs);
+  EXPECT_EQ(flat_nodes, loop_runs - 2) << "unrolled: no memset of the counters, no WHILE node";
 }
 
 }  // namespace
