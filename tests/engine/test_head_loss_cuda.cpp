@@ -153,7 +153,14 @@ void expect_matches(const Outputs& got, const Outputs& want) {
   EXPECT_LE(rel_l2(got.da1, want.da1), 1e-5) << "da1";
   EXPECT_LE(rel_l2(got.g_b1, want.g_b1), 1e-5) << "fc1.bias gradient";
   EXPECT_LE(rel_l2(got.g_w_out, want.g_w_out), 1e-5) << "fc_out.weight gradient";
-  EXPECT_LE(rel_l2(got.g_b_out, want.g_b_out), 1e-5) << "fc_out.bias gradient";
+  // fc_out.bias's gradient is three sums over the rows of dlogits, whose terms may cancel (a
+  // clipped or a zero advantage): the bound is relative to the sum of the terms' sizes, which
+  // sets how far two summation orders can drift apart, not to the sum itself.
+  for (int a = 0; a < kActions; ++a) {
+    double terms = 0;
+    for (size_t r = a; r < want.dlogits.size(); r += kActions) terms += std::fabs(want.dlogits[r]);
+    EXPECT_LE(std::fabs(got.g_b_out[a] - want.g_b_out[a]), 1e-5 * terms + 1e-7) << "fc_out.bias gradient " << a;
+  }
   EXPECT_NEAR(got.loss[0], want.loss[0], 1e-5 + 1e-5 * std::fabs(want.loss[0])) << "loss";
 }
 
