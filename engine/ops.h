@@ -94,7 +94,7 @@ class Ops {
   // observations into rows t*N... The default (ops.cpp) is that step-by-step loop: two CUDA
   // nodes a step when rollout_step is one kernel. Under capture, CudaOps puts every step but the
   // last into one WHILE node when the product takes the few-row kernel
-  // (engine/cuda/rollout_loop.cpp). No game reads another's
+  // (engine/cuda/rollout_loop_cuda.cpp). No game reads another's
   // rows, so HostOps runs fixed groups of games from the first step to the last on the pool's
   // threads, with no barrier between steps (engine/host/rollout.cpp).
   struct Rollout {

@@ -47,7 +47,7 @@ struct TrainConfig {
   bool use_graph = true;                  // false: --no-graph (eager, per-phase NVTX ranges)
   Precision precision = Precision::Fp32;  // --precision: the CUDA executor's products (kernels/precision.h)
   // The CUDA executor's graph holds the rollout's steps as one WHILE node where the product takes
-  // the few-row kernel (engine/cuda/rollout_loop.cpp); false unrolls them, two nodes a step
+  // the few-row kernel (engine/cuda/rollout_loop_cuda.cpp); false unrolls them, two nodes a step
   // (--no-rollout-loop; bench_epoch --rollout-loop off compares the two).
   bool rollout_loop = true;
   std::string out_dir = "runs/latest";

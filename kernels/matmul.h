@@ -115,7 +115,7 @@ void linear_forward_few_rows_bf16_cuda(const Bf16* X, const Bf16* W, const float
                                        cudaStream_t stream);
 // Both without bias, on rows s*M.. of X and Y where s = *step is read on the device when the
 // kernel runs: one node in the body of a graph's loop serves every step of the rollout
-// (engine/cuda/rollout_loop.cpp). Same sums, so the same bits as the unstepped kernel.
+// (engine/cuda/rollout_loop_cuda.cpp). Same sums, so the same bits as the unstepped kernel.
 void linear_forward_few_rows_stepped_cuda(const float* X, const float* W, float* Y, int M, int N, int K,
                                           const uint32_t* step, cudaStream_t stream);
 void linear_forward_few_rows_stepped_bf16_cuda(const Bf16* X, const Bf16* W, float* Y, int M, int N, int K,

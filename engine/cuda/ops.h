@@ -46,7 +46,7 @@ class CudaOps final : public Ops {
   // Eagerly, the default (ops.cpp). Under capture, when the rollout's product takes the few-row
   // kernel (the small preset), every step but the last becomes one WHILE node whose body is that
   // product and the fused step, each reading the step from a device counter
-  // (engine/cuda/rollout_loop.cpp): the graph holds 3 nodes for T - 1 steps instead of 2 (T - 1).
+  // (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes for T - 1 steps instead of 2 (T - 1).
   void rollout(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;

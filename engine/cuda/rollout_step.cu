@@ -133,6 +133,7 @@ __global__ void rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutL
   if (loop.counters && tid == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
     if (atomicAdd(&loop.counters[1], 1u) == gridDim.x - 1) {
+      __threadfence();  // and every block's arrival before the counter moves
       atomicExch(&loop.counters[1], 0u);
       atomicExch(&loop.counters[0], t + 1);
       cudaGraphSetConditional(loop.cond, t + 1 < loop.steps);

@@ -18,7 +18,7 @@ namespace grpo {
 // 8..8192, D other than the game's, more than 32 observation floats).
 void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream);
 
-// The kernel as the body of a WHILE graph node (engine/cuda/rollout_loop.cpp), which replays
+// The kernel as the body of a WHILE graph node (engine/cuda/rollout_loop_cuda.cpp), which replays
 // one node for every step but the last. It reads its step t from counters[0] when it runs and
 // works on the rows of step t: s holds step 0's pointers (s.t is ignored, s.obs_next is set).
 // The last of its blocks to finish sets counters[0] to t + 1, counters[1] back to 0, and the

@@ -1,4 +1,4 @@
-// The rollout as a WHILE graph node (engine/cuda/rollout_loop.cpp) against the same rollout run
+// The rollout as a WHILE graph node (engine/cuda/rollout_loop_cuda.cpp) against the same rollout run
 // eagerly (Ops::rollout's default: one product and one fused step launched per step). From the
 // same arena (random parameters, everything else poisoned), a captured rollout's replay must
 // leave every byte of the arena as the eager run did, and again on a second replay over a freshly

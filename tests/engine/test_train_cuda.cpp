@@ -73,7 +73,7 @@ TEST(TrainCuda, GrpoGraphReplayEqualsEagerBitForBit) {
 }
 
 // From hidden 32 the rollout's product takes the few-row kernel, and the graph holds every
-// rollout step but the last as one WHILE node (engine/cuda/rollout_loop.cpp): its body's two
+// rollout step but the last as one WHILE node (engine/cuda/rollout_loop_cuda.cpp): its body's two
 // nodes run T - 1 times per replay, and the run is the eager one bit for bit.
 TEST(TrainCuda, GraphWithTheRolloutLoopEqualsEagerBitForBit) {
   GRPO_REQUIRE_DEVICE();
