@@ -137,7 +137,9 @@ TrainConfig config_from_json(const nlohmann::json& j) {
     read(j, "precision", precision);
     const auto p = parse_precision(precision);
     if (!p)
-      throw UsageError("config field \"precision\" is \"" + precision.substr(0, 16) + "\", not fp32, tf32 or bf16");
+      throw UsageError(
+          "config field \"precision\" must be \"fp32\", \"tf32\" or \"bf16\" (got " +
+          nlohmann::json(precision.substr(0, 40)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace) + ")");
     c.precision = *p;
   } else {
     bool tf32 = false;

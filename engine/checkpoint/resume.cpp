@@ -61,7 +61,9 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   if (given("--fail-score")) c.game.fail_score = f.game.fail_score;
   c.backend = f.backend;
   c.use_graph = f.use_graph;
-  c.precision = f.precision;
+  c.rollout_loop = f.rollout_loop;
+  // The numbers a run computes: a bf16 run resumed without the flag stays bf16.
+  if (given("--precision") || given("--tf32")) c.precision = f.precision;
   c.out_dir = given("--out") ? f.out_dir : default_out;
   c.metrics_path = given("--metrics") ? f.metrics_path : c.out_dir + "/metrics.jsonl";
   if (ck.state.scalars.lr0 != c.lr || ck.state.scalars.lr_anneal_epochs != c.lr_anneal_epochs())

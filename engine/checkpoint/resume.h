@@ -13,8 +13,10 @@ namespace grpo {
 // gave flag `name` explicitly. The network, the game and the algorithm (hidden size, batch,
 // steps, lr, dropout, seed, game shape) come from the checkpoint: such a flag given with another
 // value is a mismatch and throws UsageError naming the flag and both values. --total-epochs,
-// --patience, --save-checkpoint-per-num-epoch, --backend, --no-graph, --precision, --out and
-// --metrics come from the flags when given, else from the checkpoint (--out: `default_out`).
+// --patience, --save-checkpoint-per-num-epoch, --precision (or --tf32), --out and --metrics come
+// from the flags when given, else from the checkpoint (--out: `default_out`). --backend,
+// --no-graph and --no-rollout-loop, which choose how and not what is computed, come from the
+// flags (their defaults when not given).
 // The result is validated.
 TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, const TrainConfig& flags,
                           const std::function<bool(const char*)>& given, const std::string& default_out);

@@ -201,6 +201,13 @@ TEST(Checkpoint, ResumeRefusesOtherHiddenSizeOrGameShape) {
   // Given with the same value: fine.
   flags.hidden_size = 20;
   EXPECT_NO_THROW(resume_config("x", ck, flags, only("--hidden-size"), "dir"));
+  // A bf16 run resumed without --precision stays bf16; with the flag (or --tf32) it changes.
+  ck.config.precision = Precision::Bf16;
+  flags.precision = Precision::Fp32;
+  EXPECT_EQ(resume_config("x", ck, flags, only("--total-epochs"), "dir").precision, Precision::Bf16);
+  EXPECT_EQ(resume_config("x", ck, flags, only("--precision"), "dir").precision, Precision::Fp32);
+  flags.precision = Precision::Tf32;
+  EXPECT_EQ(resume_config("x", ck, flags, only("--tf32"), "dir").precision, Precision::Tf32);
 }
 
 TEST(Checkpoint, TrimMetricsKeepsEpochsBeforeTheResume) {
