@@ -67,19 +67,32 @@ Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image, const 
   return out;
 }
 
+// The parameter slabs: random parameters, the gradients and moments poisoned.
+std::vector<float> random_slabs(const TrainConfig& c, uint64_t seed) {
+  const ParamLayout pl(c.hidden_size, c.obs_dim());
+  std::vector<float> slabs(4 * pl.total, poison_value());
+  const auto w = random_floats(pl.total, seed, -0.3f, 0.3f);
+  std::copy(w.begin(), w.end(), slabs.begin());
+  return slabs;
+}
+
+// The arena: NaN in every float, but the epoch counter.
+std::vector<char> poisoned_arena(const TrainConfig& c, uint32_t epoch) {
+  const ArenaLayout al(c);
+  std::vector<char> image(al.total, char(0xFF));
+  std::memcpy(image.data() + al.scalars + offsetof(TrainScalars, epoch), &epoch, sizeof epoch);
+  return image;
+}
+
 void expect_loop_matches_eager(TrainConfig c) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
                                     << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
   c.seed = seed;
-  const ParamLayout pl(c.hidden_size, c.obs_dim());
   const ArenaLayout al(c);
-  std::vector<float> slabs(4 * pl.total, poison_value());
-  const auto w = random_floats(pl.total, seed, -0.3f, 0.3f);
-  std::copy(w.begin(), w.end(), slabs.begin());
-  std::vector<char> image(al.total, char(0xFF));  // NaN in every float
+  const std::vector<float> slabs = random_slabs(c, seed);
   const uint32_t epoch = uint32_t(seed % 1000);
-  std::memcpy(image.data() + al.scalars + offsetof(TrainScalars, epoch), &epoch, sizeof epoch);
+  const std::vector<char> image = poisoned_arena(c, epoch);
 
   const Outcome eager = run_rollout(c, image, slabs, false);
   const Outcome graph = run_rollout(c, image, slabs, true, 2);
@@ -99,10 +112,7 @@ void expect_loop_matches_eager(TrainConfig c) {
   // More steps, the same graph outside the loop.
   TrainConfig longer = c;
   longer.max_steps = c.max_steps + 3;
-  const ArenaLayout al2(longer);
-  std::vector<char> image2(al2.total, char(0xFF));
-  std::memcpy(image2.data() + al2.scalars + offsetof(TrainScalars, epoch), &epoch, sizeof epoch);
-  const Outcome more = run_rollout(longer, image2, slabs, true);
+  const Outcome more = run_rollout(longer, poisoned_arena(longer, epoch), slabs, true);
   EXPECT_EQ(more.top_nodes, graph.top_nodes);
   EXPECT_EQ(more.loop.runs, 2u * (longer.max_steps - 1));
 }
@@ -134,13 +144,8 @@ TEST(RolloutLoopCuda, Tf32KeepsTheUnrolledSteps) {
   c.precision = Precision::Tf32;
   c.seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << c.seed);
-  const ParamLayout pl(c.hidden_size, c.obs_dim());
-  const ArenaLayout al(c);
-  std::vector<float> slabs(4 * pl.total, poison_value());
-  const auto w = random_floats(pl.total, c.seed, -0.3f, 0.3f);
-  std::copy(w.begin(), w.end(), slabs.begin());
-  std::vector<char> image(al.total, char(0xFF));
-  std::memset(image.data() + al.scalars + offsetof(TrainScalars, epoch), 0, sizeof(uint32_t));
+  const std::vector<float> slabs = random_slabs(c, c.seed);
+  const std::vector<char> image = poisoned_arena(c, 0);
   const Outcome eager = run_rollout(c, image, slabs, false);
   const Outcome graph = run_rollout(c, image, slabs, true);
   EXPECT_EQ(graph.loop.nodes, 0u);
