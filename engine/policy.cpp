@@ -53,7 +53,7 @@ void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, c
   // dh1 -> a1 (dead once da1 exists); dh0 -> trunk_work. No op ever reads and writes the same buffer.
   float* dh1 = a.a1;
   float* dh0 = trunk_work;
-  if (p.fc1_w_bf16) {  // --precision bf16: da1's copy was written with da1
+  if (p.fc1_w_bf16) {  // --precision bf16: da1's copy was written by da1's producer
     ops.linear_backward_weight_bf16(a.da1_bf16, a.h1_bf16, g.fc1_w, rows, hidden, hidden, false);
     ops.linear_backward_input_bf16(a.da1_bf16, p.fc1_w_bf16, dh1, rows, hidden, hidden);
   } else {

@@ -3,7 +3,9 @@
 //   z = h2 W_out^T + b_out
 // Used by the rollout (N rows per step) and the loss pass (M = T*N rows), and by the golden test.
 // --precision bf16 (p.fc1_w_bf16 set, and a.h1_bf16 and a.da1_bf16 with it): fc1's three
-// products take the bf16 copies of their operands, which the passes write beside h1 and da1.
+// products take the bf16 copies of their operands, which their producers write: the CUDA
+// kernels in place of the fp32 h1 and da1 (fc1's products are those arrays' only readers), the
+// host twins beside them.
 #pragma once
 #include "engine/layout.h"
 #include "engine/ops.h"

@@ -2,11 +2,12 @@
 //   fp32  every product in fp32 (the default);
 //   tf32  the cuBLASLt products on TF32 tensor cores (fp32 storage, operands rounded inside; the
 //         host executor runs fp32 instead);
-//   bf16  fc1's three products (the network's only large ones) on bf16 tensor cores: their
-//         operands (fc1's input h1 and the gradient da1, which their producers then write in
-//         bf16 instead of fp32, and a bf16 copy of fc1's weight) summed in fp32; every other op,
-//         and the master weights, stay fp32. The
-//         host executor runs the twins of that, op by op (its fused passes are fp32 only).
+//   bf16  fc1's three products (the network's only large ones) on bf16 operands summed in fp32:
+//         cuBLASLt's tensor-core kernels, or for a rollout step of up to 256 games the few-row
+//         kernel (bf16 loads, fp32 FMAs). The operands are fc1's input h1 and the gradient da1,
+//         which their producers then write in bf16 instead of fp32, and a bf16 copy of fc1's
+//         weight; every other op, and the master weights, stay fp32. The host executor runs
+//         the twins of that, op by op (its fused passes are fp32 only).
 #pragma once
 #include <optional>
 #include <string_view>

@@ -61,25 +61,11 @@ std::vector<T> host_view(const T* p, size_t n) {
   return std::vector<T>(p, p + n);
 }
 
+// Step t of the epoch's rollout over b, as the training step hands it out (engine/ops.cpp).
 Ops::RolloutStep step_of(const StepBuffers& b, const TrainConfig& c, int t) {
-  const int T = c.max_steps, N = c.games(), D = c.obs_dim(), H = c.hidden_size;
-  const size_t row = size_t(t) * N;
-  const bool last = t + 1 == T;
-  const PolicyActs now = b.acts.rows_from(row, H);
-  return {b.p,
-          now,
-          last ? now : b.acts.rows_from(row + N, H),
-          last ? nullptr : b.obs + (row + N) * D,
-          b.actions + row,
-          b.rewards + row,
-          b.games,
-          c.seed,
-          &b.scalars->epoch,
-          c.dropout,
-          uint32_t(t),
-          N,
-          D,
-          H};
+  const Ops::Rollout r{b.p,       b.acts,      b.obs,     b.actions,   b.rewards,    b.games, c.seed, &b.scalars->epoch,
+                       c.dropout, c.max_steps, c.games(), c.obs_dim(), c.hidden_size};
+  return rollout_step_at(r, t);
 }
 
 void expect_fused_step_matches_host_twin(TrainConfig c, int t) {

@@ -28,7 +28,10 @@ void expect_cuda_matches_host(const TrainConfig& c) {
   ASSERT_EQ(md.size(), 3u);
   for (int e = 0; e < 3; ++e) {
     EXPECT_EQ(md[e].epoch, uint32_t(e));
-    EXPECT_EQ(md[e].score, mh[e].score) << "epoch " << e;  // same actions, same games
+    if (c.precision == Precision::Bf16)  // docs/design.md: a bf16 midpoint may round apart
+      EXPECT_NEAR(md[e].score, mh[e].score, 1.0) << "epoch " << e;
+    else
+      EXPECT_EQ(md[e].score, mh[e].score) << "epoch " << e;  // same actions, same games
     EXPECT_NEAR(md[e].loss, mh[e].loss, 1e-4 + 1e-3 * std::fabs(mh[e].loss)) << "epoch " << e;
     EXPECT_NEAR(md[e].grad_norm, mh[e].grad_norm, 1e-3 * mh[e].grad_norm) << "epoch " << e;
   }
@@ -123,6 +126,21 @@ TEST(TrainCuda, Bf16MatchesHostExecutorOverThreeEpochs) {
 TEST(TrainCuda, GrpoBf16MatchesHostExecutorOverThreeEpochs) {
   GRPO_REQUIRE_DEVICE();
   expect_cuda_matches_host(bf16(tiny_grpo_config()));
+}
+
+// An odd width and an odd number of games leave every other rollout step's bf16 rows, and
+// each one-step minibatch slice of the loss pass, only 2-byte aligned: the products must get an
+// algorithm for operands that cuBLASLt's vectorised paths cannot take (kernels/matmul.cu asks
+// for the alignment the pointers have) and still match the host's twins. Hidden 21 keeps the
+// rollout's product on cuBLASLt too (the few-row kernel starts at 32).
+TEST(TrainCuda, GrpoBf16AtAnOddWidthMatchesHostExecutor) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = bf16(tiny_grpo_config());
+  c.hidden_size = 21;
+  c.batch_size = 3;  // 9 games
+  c.minibatches = c.max_steps;
+  ASSERT_EQ(c.games() % 2, 1);
+  expect_cuda_matches_host(c);
 }
 
 TEST(TrainCuda, Bf16GraphReplayEqualsEagerBitForBit) {
