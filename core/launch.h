@@ -22,6 +22,31 @@ inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
 #endif
 }
 
+// The same with the blocks in thread-block clusters of `cluster` blocks along x (sm_90; grid.x a
+// multiple of cluster, at most 8): the blocks of a cluster are co-scheduled and may wait for
+// each other (core/cluster.cuh).
+template <class... P, class... A>
+inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                           unsigned cluster, A&&... args) {
+#if defined(__CUDACC__)
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = cluster;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
+#elif defined(GRPO_SIMT)
+  CUDA_CHECK(::simt::launch_cluster(kernel, grid, block, smem, stream, cluster, std::forward<A>(args)...));
+#endif
+}
+
 inline unsigned ceil_div(size_t n, unsigned d) { return static_cast<unsigned>((n + d - 1) / d); }
 
 }  // namespace grpo

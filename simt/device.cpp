@@ -134,6 +134,9 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int device) {
     case cudaDevAttrGlobalMemoryBusWidth:
       *v = 5120;
       break;
+    case cudaDevAttrClusterLaunch:  // sm_90: thread-block clusters (launch_cluster)
+      *v = 1;
+      break;
     default:
       return set_error(cudaErrorInvalidValue);
   }

@@ -143,6 +143,8 @@ cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream) {
       g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
     return set_error(cudaErrorInvalidConfiguration);
   if (k.smem > dynamic_smem_limit(k.func)) return set_error(cudaErrorInvalidValue);
+  // Portable cluster sizes only (no cudaFuncAttributeNonPortableClusterSizeAllowed), along x.
+  if (k.cluster == 0 || k.cluster > 8 || g.x % k.cluster != 0) return set_error(cudaErrorInvalidClusterSize);
   Node n(NodeKind::Kernel);
   n.func = k.func;
   n.kernel = std::move(k);
@@ -173,6 +175,8 @@ const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorInvalidConfiguration";
     case cudaErrorInvalidMemcpyDirection:
       return "cudaErrorInvalidMemcpyDirection";
+    case cudaErrorInvalidClusterSize:
+      return "cudaErrorInvalidClusterSize";
     case cudaErrorInvalidResourceHandle:
       return "cudaErrorInvalidResourceHandle";
     case cudaErrorNotReady:
@@ -209,6 +213,8 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "invalid configuration argument";
     case cudaErrorInvalidMemcpyDirection:
       return "invalid copy direction for memcpy";
+    case cudaErrorInvalidClusterSize:
+      return "cluster size is out of range";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
     case cudaErrorNotReady:

@@ -10,6 +10,7 @@
 //     a block, and a read of a byte no thread of the block wrote yet.
 // Ordering: __syncthreads starts a new interval (epochs); inside one, lanes of a warp are ordered
 // by the warp collectives they complete together, tracked with a 32-entry vector clock per thread.
+// Blocks of one thread-block cluster are ordered by the cluster barriers between them.
 // Each shadow cell keeps the last write and the last read (shared memory: also the last read by
 // another warp), so a race whose other side is an older read may be missed; nothing is reported
 // that did not happen.
@@ -68,6 +69,8 @@ uint32_t g_block_epoch = 0;                  // first epoch of the running block
 unsigned g_cur = 0;                          // linear index of the running thread
 std::vector<std::array<uint32_t, 32>> g_vc;  // per thread: the clocks of its warp's lanes it has seen
 unsigned g_countdown = 1;                    // accesses until the next seeded switch
+size_t g_cluster = 1;                        // blocks per cluster in the running launch
+uint32_t g_cluster_epoch = 0;                // the epoch the last cluster barrier released
 
 // ---- shared memory: static ranges then the dynamic arena, one flat shadow ----
 struct Span {
@@ -103,8 +106,10 @@ std::string who(uint32_t tid) { return thread_name(tid / g_nthreads, static_cast
 
 // Was `old` (same launch) ordered before the running thread's access?
 bool ordered(const Access& old) {
-  if (old.epoch < g_block_epoch) return false;  // another block of this launch: never ordered
-  if (old.epoch != g_epoch) return true;        // this block, before a barrier
+  const size_t other_block = old.tid / g_nthreads;
+  if (other_block != g_block)  // another block: ordered only by a cluster barrier of both
+    return g_cluster > 1 && other_block / g_cluster == g_block / g_cluster && old.epoch < g_cluster_epoch;
+  if (old.epoch != g_epoch) return true;  // this block, before a barrier
   const unsigned other = old.tid % g_nthreads;
   if (other / 32 != g_cur / 32) return false;
   return g_vc[g_cur][other % 32] >= old.clock;
@@ -156,8 +161,9 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
     GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
     const Access now = now_access(mask, pc);
     const char* hint =
-        "threads of different blocks are never ordered within one launch; threads of one block "
-        "are ordered by __syncthreads, lanes of a warp by a warp collective of both\n";
+        "threads of different blocks are never ordered within one launch (but by a cluster barrier "
+        "of a cluster of both); threads of one block are ordered by __syncthreads, lanes of a warp "
+        "by a warp collective of both\n";
     if (conflicts(c.w, now))
       report("data race on global memory: " + where_global(a, n, write), now, write ? "write" : "read", &c.w,
              "earlier write", hint);
@@ -241,6 +247,8 @@ void san_launch_begin(const KernelLaunch& k) {
   g_k = &k;
   g_nthreads = size_t(k.block.x) * k.block.y * k.block.z;
   g_launch_epoch = ++g_epoch;
+  g_cluster = k.cluster;
+  g_cluster_epoch = 0;
   g_vc.assign(g_nthreads, {});
   if (!g_static_found) {
     g_static_found = true;
@@ -258,6 +266,7 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
   g_block_epoch = ++g_epoch;
   // Each lane's own clock starts at 1: an access is ordered before another lane's only once a
   // collective of both raised that lane's view of it.
+  g_vc.resize(g_nthreads);
   for (size_t i = 0; i < g_vc.size(); ++i) g_vc[i].fill(0), g_vc[i][i % 32] = 1;
   g_spans = g_static_spans;
   g_dyn_lo = g_dyn_hi = 0;
@@ -269,6 +278,37 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
 }
 
 void san_barrier_released() { ++g_epoch; }
+
+namespace {
+struct ParkedBlock {  // what san_block_begin set up for one block of a cluster
+  size_t block = 0;
+  uint32_t block_epoch = 0;
+  std::vector<std::array<uint32_t, 32>> vc;
+  std::vector<Span> spans;
+  uintptr_t dyn_lo = 0, dyn_hi = 0;
+  std::vector<SharedCell> sshadow;
+};
+std::vector<ParkedBlock> g_parked;
+}  // namespace
+
+void san_block_park(size_t slot) {
+  if (g_parked.size() <= slot) g_parked.resize(slot + 1);
+  ParkedBlock& p = g_parked[slot];
+  p.block = g_block, p.block_epoch = g_block_epoch, p.dyn_lo = g_dyn_lo, p.dyn_hi = g_dyn_hi;
+  std::swap(p.vc, g_vc);
+  std::swap(p.spans, g_spans);
+  std::swap(p.sshadow, g_sshadow);
+}
+
+void san_block_resume(size_t slot) {
+  ParkedBlock& p = g_parked[slot];
+  g_block = p.block, g_block_epoch = p.block_epoch, g_dyn_lo = p.dyn_lo, g_dyn_hi = p.dyn_hi;
+  std::swap(p.vc, g_vc);
+  std::swap(p.spans, g_spans);
+  std::swap(p.sshadow, g_sshadow);
+}
+
+void san_cluster_released() { g_cluster_epoch = ++g_epoch; }
 
 void san_collective(unsigned warp, unsigned mask) {
   std::array<uint32_t, 32> join{};

@@ -22,7 +22,13 @@ void poison_static_shared();                             // 0xFF into every one
 // Scheduler events. Threads are named by their linear index in the block.
 void san_launch_begin(const KernelLaunch& k);
 void san_block_begin(size_t block_linear, unsigned char* dyn_smem, size_t dyn_bytes);
-void san_barrier_released();                        // every live thread of the block passed one barrier
+void san_barrier_released();  // every live thread of the block passed one barrier
+// Cluster launches: the running block's state is parked in slot i (its index in the cluster)
+// while another block of the cluster runs, and resumed from it; a released cluster barrier
+// orders everything the cluster's blocks did before it before everything they do after it.
+void san_block_park(size_t slot);
+void san_block_resume(size_t slot);
+void san_cluster_released();
 void san_collective(unsigned warp, unsigned mask);  // lanes of mask completed a warp collective
 // The checks see accesses only between san_enter (a kernel thread is about to run) and
 // san_leave (it stopped); emulator code running on a fiber calls san_leave first.

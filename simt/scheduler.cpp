@@ -2,6 +2,10 @@
 // another in a seeded shuffled order; the threads of a block are Boost.Context fibers, resumed
 // in a freshly shuffled order every round. A thread runs until it blocks (barrier, warp
 // collective) or exits, so a kernel without barriers or warp ops switches only at start and end.
+// A cluster launch (launch_cluster) runs the blocks of one cluster together, phase by phase: in
+// a shuffled order each block runs until all its live threads wait at the cluster barrier, then
+// the barrier releases them all. Blocks of a cluster never interleave within a phase, so each
+// keeps its own copy of the static __shared__ variables, swapped in when it runs.
 #include <boost/context/fiber.hpp>
 
 #include <algorithm>
@@ -67,7 +71,7 @@ struct PooledStack {
   void deallocate(ctx::stack_context& sc) { g_stacks.free.push_back(static_cast<char*>(sc.sp) - sc.size); }
 };
 
-enum class State { Ready, Barrier, Warp, Done };
+enum class State { Ready, Barrier, Warp, Cluster, Done };
 
 struct Coords {
   uint3 thread;
@@ -117,15 +121,17 @@ const char* op_name(WarpOp op) {
   return names[static_cast<int>(op)];
 }
 
-// The block being run: its threads, shared arena, and barrier bookkeeping.
+// A block: its threads, shared arena, and barrier bookkeeping.
 struct Block {
-  const KernelLaunch* k = nullptr;
   std::vector<Thread> threads;
   std::vector<unsigned char> smem;
-  unsigned live = 0, at_barrier = 0;
+  std::vector<unsigned char> statics;  // its static __shared__ bytes while another block runs
+  unsigned live = 0, at_barrier = 0, at_cluster = 0;
   Thread* current = nullptr;
 };
-Block g_block;
+const KernelLaunch* g_launch = nullptr;
+std::vector<Block> g_blocks;  // the blocks of the cluster being run (one without clusters)
+Block* g_cur = nullptr;       // the block being run
 
 std::string where(const Thread& t) {
   const uint3& b = t.coords.block;
@@ -143,6 +149,8 @@ std::string state_of(const Thread& t) {
       return "exited";
     case State::Barrier:
       return std::string("at __syncthreads() ") + t.file + ":" + std::to_string(t.line);
+    case State::Cluster:
+      return std::string("at the cluster barrier ") + t.file + ":" + std::to_string(t.line);
     case State::Warp:
       std::snprintf(buf, sizeof buf, " mask 0x%08x ", t.mask);
       return std::string("at ") + op_name(t.op) + buf + t.file + ":" + std::to_string(t.line);
@@ -153,7 +161,7 @@ std::string state_of(const Thread& t) {
   san_leave();
   std::string r = what + "\n";
   size_t listed = 0, more = 0;
-  for (const Thread& t : g_block.threads)
+  for (const Thread& t : g_cur->threads)
     if (list_all ? t.state != State::Done : (t.state == State::Barrier)) {
       if (listed++ < 16)
         r += "    " + where(t) + ": " + state_of(t) + "\n";
@@ -166,7 +174,7 @@ std::string state_of(const Thread& t) {
 
 // Suspends the running thread until the scheduler resumes it.
 void yield_to_scheduler() {
-  Thread* t = g_block.current;
+  Thread* t = g_cur->current;
   asan_to_scheduler(t->linear, false);
   t->sched = std::move(t->sched).resume();
   asan_back_in_thread(t->linear);
@@ -179,7 +187,7 @@ void yield_to_scheduler() {
 // have not exited), so the early-exit idiom `if (i >= n) return;` ahead of a barrier is accepted.
 void release_barrier() {
   const Thread* first = nullptr;
-  for (const Thread& t : g_block.threads) {
+  for (const Thread& t : g_cur->threads) {
     if (t.state != State::Barrier) continue;
     if (!first)
       first = &t;
@@ -187,7 +195,7 @@ void release_barrier() {
       block_fatal("__syncthreads() reached from different places in one block", false);
   }
   const unsigned n = first->passed_at(first->file, first->line) + 1;
-  for (const Thread& t : g_block.threads) {
+  for (const Thread& t : g_cur->threads) {
     const unsigned c = t.state == State::Done ? t.passed_at(first->file, first->line) : 0;
     if (c > 0 && c < n)
       block_fatal("barrier divergence: " + where(t) + " passed the __syncthreads() at " + first->file + ":" +
@@ -196,24 +204,24 @@ void release_barrier() {
                       " (a barrier inside a loop whose trip count depends on the thread is undefined)",
                   false);
   }
-  for (Thread& t : g_block.threads)
+  for (Thread& t : g_cur->threads)
     if (t.state == State::Barrier) t.state = State::Ready, t.pass(t.file, t.line);
-  g_block.at_barrier = 0;
+  g_cur->at_barrier = 0;
   san_barrier_released();
 }
 
 // A lane exited: any lane still waiting for it in a collective can never be released.
 void check_exit(const Thread& gone) {
   const unsigned base = gone.warp * 32;
-  for (unsigned j = base; j < std::min<size_t>(base + 32, g_block.threads.size()); ++j) {
-    const Thread& u = g_block.threads[j];
+  for (unsigned j = base; j < std::min<size_t>(base + 32, g_cur->threads.size()); ++j) {
+    const Thread& u = g_cur->threads[j];
     if (u.state == State::Warp && ((u.mask >> gone.lane) & 1u))
       block_fatal(where(gone) + " exited while " + where(u) + " waits for it " + state_of(u), true);
   }
 }
 
 void complete_collective(Thread& t) {
-  Thread* lanes = &g_block.threads[t.warp * 32];
+  Thread* lanes = &g_cur->threads[t.warp * 32];
   const unsigned mask = t.mask;
   const int w = t.width;
   uint64_t ballot = 0;
@@ -260,7 +268,7 @@ uint64_t g_launches = 0;
 
 uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line) {
   san_leave();
-  Thread& t = *g_block.current;
+  Thread& t = *g_cur->current;
   t.op = op, t.mask = mask, t.value = value, t.arg = arg, t.width = width, t.file = file, t.line = line;
   t.state = State::Warp;
   if (!((mask >> t.lane) & 1u))
@@ -271,12 +279,12 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
   for (unsigned j = 0; j < 32; ++j) {
     if (!((mask >> j) & 1u)) continue;
     const size_t idx = t.warp * 32 + j;
-    if (idx >= g_block.threads.size())
+    if (idx >= g_cur->threads.size())
       block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) +
-                      " is named in the mask but does not exist (block of " + std::to_string(g_block.threads.size()) +
+                      " is named in the mask but does not exist (block of " + std::to_string(g_cur->threads.size()) +
                       " threads)",
                   true);
-    const Thread& u = g_block.threads[idx];
+    const Thread& u = g_cur->threads[idx];
     if (u.state == State::Done)
       block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) + " of the mask has exited", true);
     if (u.state == State::Warp && (u.op != op || u.mask != mask || u.width != width))
@@ -291,11 +299,121 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
 
 void syncthreads(const char* file, int line) {
   san_leave();
-  Thread& t = *g_block.current;
+  Thread& t = *g_cur->current;
   t.state = State::Barrier, t.file = file, t.line = line;
-  ++g_block.at_barrier;
+  ++g_cur->at_barrier;
   yield_to_scheduler();
 }
+
+void cluster_sync(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  t.state = State::Cluster, t.file = file, t.line = line;
+  ++g_cur->at_cluster;
+  yield_to_scheduler();
+}
+
+unsigned cluster_size() { return g_launch ? g_launch->cluster : 1; }
+
+namespace {
+
+// The static __shared__ variables are globals of the executable: a block of a cluster keeps its
+// own bytes of them while it is switched out.
+void save_statics(Block& B) {
+  B.statics.clear();
+  for (const SharedRange& r : static_shared_ranges())
+    B.statics.insert(B.statics.end(), reinterpret_cast<unsigned char*>(r.lo), reinterpret_cast<unsigned char*>(r.hi));
+}
+void restore_statics(const Block& B) {
+  size_t at = 0;
+  for (const SharedRange& r : static_shared_ranges()) {
+    std::memcpy(reinterpret_cast<void*>(r.lo), B.statics.data() + at, r.hi - r.lo);
+    at += r.hi - r.lo;
+  }
+}
+
+void start_block(const KernelLaunch& k, Block& B, size_t b) {
+  const size_t nthreads = B.threads.size();
+  const uint3 bidx{unsigned(b % k.grid.x), unsigned(b / k.grid.x % k.grid.y),
+                   unsigned(b / (size_t(k.grid.x) * k.grid.y))};
+  B.smem.assign(k.smem, 0xFF);
+  poison_static_shared();
+  san_block_begin(b, B.smem.data(), B.smem.size());
+  for (unsigned i = 0; i < nthreads; ++i) {
+    Thread& t = B.threads[i];
+    t.coords =
+        Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx, k.block, k.grid};
+    t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready, t.nsites = 0;
+    t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&t, &k, &B](ctx::fiber&& sched) {
+      asan_thread_started();
+      t.sched = std::move(sched);
+      k.body();
+      san_leave();
+      t.state = State::Done;
+      --B.live;
+      check_exit(t);
+      asan_to_scheduler(t.linear, true);
+      return std::move(t.sched);
+    });
+    asan_fiber_created(i);
+  }
+  B.live = unsigned(nthreads), B.at_barrier = 0, B.at_cluster = 0;
+}
+
+// Runs the threads of g_block until none can run: all exited or waiting at the cluster barrier.
+void run_until_parked(std::vector<unsigned>& runnable) {
+  Block& B = *g_cur;
+  const size_t nthreads = B.threads.size();
+  while (B.live > B.at_cluster) {
+    runnable.clear();
+    for (unsigned i = 0; i < nthreads; ++i)
+      if (B.threads[i].state == State::Ready) runnable.push_back(i);
+    if (runnable.empty()) {
+      if (B.at_cluster > 0)
+        block_fatal("deadlock: threads of a block wait at the cluster barrier while others wait elsewhere", true);
+      block_fatal("deadlock: no thread of the block can run", true);
+    }
+    shuffle(runnable);
+    for (unsigned i : runnable) {
+      Thread& t = B.threads[i];
+      B.current = &t;
+      set_coords(t.coords.thread, t.coords.block, t.coords.block_dim, t.coords.grid_dim);
+      san_enter(i);
+      asan_to_thread(i, kStackBytes);
+      t.fiber = std::move(t.fiber).resume();
+      asan_back_in_scheduler();
+      san_leave();
+      if (B.at_barrier > 0 && B.at_barrier == B.live) release_barrier();
+    }
+  }
+}
+
+// Every live thread of the cluster waits at the cluster barrier (as on sm_90, exited threads
+// are not waited for): all at one place, then all run on.
+void release_cluster() {
+  const Thread* site = nullptr;
+  for (Block& B : g_blocks) {
+    g_cur = &B;
+    for (const Thread& t : B.threads) {
+      if (t.state != State::Cluster) continue;
+      if (!site)
+        site = &t;
+      else if (t.line != site->line || std::strcmp(t.file, site->file) != 0)
+        block_fatal("the cluster barrier reached from different places in one cluster: " + where(t) + " at " + t.file +
+                        ":" + std::to_string(t.line) + ", " + where(*site) + " at " + site->file + ":" +
+                        std::to_string(site->line),
+                    false);
+    }
+  }
+  for (Block& B : g_blocks) {
+    for (Thread& t : B.threads)
+      if (t.state == State::Cluster) t.state = State::Ready, t.pass(t.file, t.line);
+    B.at_cluster = 0;
+  }
+  san_cluster_released();
+}
+
+}  // namespace
 
 void run_kernel(const KernelLaunch& k) {
   if (!g_seed_set) {
@@ -305,70 +423,49 @@ void run_kernel(const KernelLaunch& k) {
   }
   const size_t nthreads = size_t(k.block.x) * k.block.y * k.block.z;
   const size_t nblocks = size_t(k.grid.x) * k.grid.y * k.grid.z;
+  const size_t C = k.cluster;  // consecutive linear block indices: the cluster runs along x
   ++g_launches;
-  std::vector<size_t> order(nblocks);
-  for (size_t b = 0; b < nblocks; ++b) order[b] = b;
+  std::vector<size_t> order(nblocks / C);
+  for (size_t c = 0; c < order.size(); ++c) order[c] = c;
   shuffle(order);
-  Block& B = g_block;
-  B.k = &k;
-  B.threads.clear();
-  B.threads.resize(nthreads);
-  B.smem.assign(k.smem, 0xFF);
+  g_launch = &k;
+  g_blocks.resize(C);
+  for (Block& B : g_blocks) B.threads.clear(), B.threads.resize(nthreads);
   san_launch_begin(k);
   std::vector<unsigned> runnable;
   runnable.reserve(nthreads);
-  for (size_t b : order) {
-    const uint3 bidx{unsigned(b % k.grid.x), unsigned(b / k.grid.x % k.grid.y),
-                     unsigned(b / (size_t(k.grid.x) * k.grid.y))};
-    std::fill(B.smem.begin(), B.smem.end(), 0xFF);
-    poison_static_shared();
-    san_block_begin(b, B.smem.data(), B.smem.size());
-    for (unsigned i = 0; i < nthreads; ++i) {
-      Thread& t = B.threads[i];
-      t.coords =
-          Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx, k.block, k.grid};
-      t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready, t.nsites = 0;
-      t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&t, &k](ctx::fiber&& sched) {
-        asan_thread_started();
-        t.sched = std::move(sched);
-        k.body();
-        san_leave();
-        t.state = State::Done;
-        --g_block.live;
-        check_exit(t);
-        asan_to_scheduler(t.linear, true);
-        return std::move(t.sched);
-      });
-      asan_fiber_created(i);
+  std::vector<size_t> phase(C);
+  for (size_t i = 0; i < C; ++i) phase[i] = i;
+  for (size_t c : order) {
+    for (size_t i = 0; i < C; ++i) {
+      g_cur = &g_blocks[i];
+      start_block(k, g_blocks[i], c * C + i);
+      if (C > 1) save_statics(g_blocks[i]), san_block_park(i);
     }
-    B.live = unsigned(nthreads), B.at_barrier = 0;
-    while (B.live > 0) {
-      runnable.clear();
-      for (unsigned i = 0; i < nthreads; ++i)
-        if (B.threads[i].state == State::Ready) runnable.push_back(i);
-      if (runnable.empty()) block_fatal("deadlock: no thread of the block can run", true);
-      shuffle(runnable);
-      for (unsigned i : runnable) {
-        Thread& t = B.threads[i];
-        B.current = &t;
-        set_coords(t.coords.thread, t.coords.block, t.coords.block_dim, t.coords.grid_dim);
-        san_enter(i);
-        asan_to_thread(i, kStackBytes);
-        t.fiber = std::move(t.fiber).resume();
-        asan_back_in_scheduler();
-        san_leave();
-        if (B.at_barrier > 0 && B.at_barrier == B.live) release_barrier();
+    for (;;) {
+      shuffle(phase);
+      for (size_t i : phase) {
+        g_cur = &g_blocks[i];
+        if (g_cur->live == 0) continue;
+        if (C > 1) restore_statics(*g_cur), san_block_resume(i);
+        run_until_parked(runnable);
+        if (C > 1) save_statics(*g_cur), san_block_park(i);
       }
+      bool waiting = false;
+      for (const Block& B : g_blocks) waiting |= B.live > 0;
+      if (!waiting) break;
+      release_cluster();
     }
   }
-  B.current = nullptr;
+  for (Block& B : g_blocks) B.current = nullptr;
+  g_cur = &g_blocks[0];
 }
 
 uint64_t schedule_random() { return next_random(); }
 void yield_mid_way() { yield_to_scheduler(); }
 
 std::string thread_name(size_t block_linear, unsigned linear) {
-  const KernelLaunch& k = *g_block.k;
+  const KernelLaunch& k = *g_launch;
   Thread t;
   t.coords.block = uint3{unsigned(block_linear % k.grid.x), unsigned(block_linear / k.grid.x % k.grid.y),
                          unsigned(block_linear / (size_t(k.grid.x) * k.grid.y))};
@@ -395,6 +492,9 @@ void set_seed(uint64_t s) {
   g_rng = s * 0xD1B54A32D192ED03ull;
 }
 
-void* dynamic_shared() { return detail::g_block.smem.empty() ? nullptr : detail::g_block.smem.data(); }
+void* dynamic_shared() {
+  using detail::g_cur;
+  return !g_cur || g_cur->smem.empty() ? nullptr : g_cur->smem.data();
+}
 
 }  // namespace simt

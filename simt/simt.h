@@ -53,6 +53,7 @@ struct KernelLaunch {
   dim3 grid, block;
   size_t smem;
   std::function<void()> body;  // one thread's work: calls the kernel on its frozen arguments
+  unsigned cluster = 1;        // blocks per thread-block cluster, along x (launch_cluster)
 };
 cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream);
 
@@ -61,6 +62,10 @@ enum class WarpOp : int { Sync, Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, Al
 // returns the source lane's payload (shuffles) or the ballot of the predicates (votes).
 uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line);
 void syncthreads(const char* file, int line);
+// The cluster barrier (kernels/cluster.cuh): blocks the calling thread until every thread of
+// every block of its cluster reached the same one. Also a barrier of the thread's own block.
+void cluster_sync(const char* file, int line);
+unsigned cluster_size();  // the running launch's blocks per cluster
 
 // Warp intrinsics are macros expanding to At{__FILE__, __LINE__}.op(...), so that an abort
 // report names the call site while default arguments (width, mask) still work.
@@ -117,6 +122,23 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
   auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
   detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
                          [kernel, frozen] { std::apply(kernel, *frozen); }};
+  return detail::submit_kernel(std::move(k), stream);
+}
+
+// The same as a cluster launch (cudaLaunchKernelEx with cudaLaunchAttributeClusterDimension
+// {cluster, 1, 1}): the blocks of a cluster run together, phase by phase between cluster
+// barriers (scheduler.cpp). grid.x must be a multiple of cluster, cluster at most 8.
+template <class... P, class... A>
+cudaError_t launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                           unsigned cluster, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "simt::launch_cluster: wrong number of kernel arguments");
+  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
+  detail::KernelLaunch k{reinterpret_cast<const void*>(kernel),
+                         grid,
+                         block,
+                         smem,
+                         [kernel, frozen] { std::apply(kernel, *frozen); },
+                         cluster};
   return detail::submit_kernel(std::move(k), stream);
 }
 

@@ -35,4 +35,15 @@ cudaError_t static_smem_poison(int* out, int blocks);
 cudaError_t tickets(unsigned* counter, unsigned* first, unsigned* second, int threads);
 // Planted bug: __syncthreads in a loop of 1 + threadIdx.x % 3 trips (64 threads).
 cudaError_t barrier_in_ragged_loop(float* out);
+// Thread-block clusters (cluster_kernels.cu), `cluster` blocks each along x: `rounds` rounds in
+// which every block posts r * 100 + its rank in slots[blocks], passes the cluster barrier and
+// writes out[r * blocks + b] = (its neighbour's post) * 1000 + its rank, the neighbour being the
+// next rank of its cluster, cyclically; with second_barrier false the next round's post races
+// with the neighbour's read (planted bug). 64 threads per block.
+cudaError_t cluster_exchange(int* slots, int* out, int blocks, int cluster, int rounds, bool second_barrier,
+                             cudaStream_t s = 0);
+// Misuse: rank 0 and the others reach the cluster barrier at two different places (4 blocks,
+// clusters of 2); one thread of a block waits at the cluster barrier, the others at __syncthreads.
+cudaError_t cluster_two_places(int* out);
+cudaError_t cluster_or_block_barrier(int* out);
 }  // namespace simt_test

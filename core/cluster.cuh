@@ -1,0 +1,23 @@
+// Thread-block clusters (sm_90) in kernel code, one spelling for both compilers: the barrier of
+// every thread of every block of the running block's cluster, and the block's rank in it. nvcc:
+// cooperative groups; SIMT: the emulator runs a cluster's blocks phase by phase between these
+// barriers (simt/scheduler.cpp) and checks that every thread reaches the same one. Launch with
+// grpo::launch_cluster (core/launch.h); clusters run along x.
+#pragma once
+
+#if defined(__CUDACC__)
+#include <cooperative_groups.h>
+#define GRPO_CLUSTER_SYNC() ::cooperative_groups::this_cluster().sync()
+namespace grpo {
+__device__ __forceinline__ unsigned cluster_block_rank() { return ::cooperative_groups::this_cluster().block_rank(); }
+__device__ __forceinline__ unsigned cluster_blocks() { return ::cooperative_groups::this_cluster().num_blocks(); }
+}  // namespace grpo
+#elif defined(GRPO_SIMT)
+#define GRPO_CLUSTER_SYNC() ::simt::detail::cluster_sync(__FILE__, __LINE__)
+namespace grpo {
+inline unsigned cluster_block_rank() { return blockIdx.x % ::simt::detail::cluster_size(); }
+inline unsigned cluster_blocks() { return ::simt::detail::cluster_size(); }
+}  // namespace grpo
+#else
+#error "core/cluster.cuh is for .cu files: compile them with nvcc, or with g++ and simt/simt.h"
+#endif

@@ -1,0 +1,112 @@
+// Self-tests of the emulator's thread-block clusters (simt/scheduler.cpp): blocks of a cluster
+// wait for each other at the cluster barrier and keep their own shared memory, the barrier orders
+// their global memory accesses for the checks, a missing barrier is reported, misuse aborts, a
+// graph replays a cluster launch, and bad cluster sizes are refused.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "tests/simt/self_test_kernels.h"
+#include "tests/test_util.h"
+
+namespace simt {
+uint64_t seed();
+void set_seed(uint64_t s);
+}  // namespace simt
+
+namespace {
+
+using grpo::test::DeviceBuffer;
+
+std::vector<int> exchange_want(int blocks, int cluster, int rounds) {
+  std::vector<int> want(size_t(rounds) * blocks);
+  for (int r = 0; r < rounds; ++r)
+    for (int b = 0; b < blocks; ++b) {
+      const int rank = b % cluster;
+      want[size_t(r) * blocks + b] = (r * 100 + (rank + 1) % cluster) * 1000 + rank;
+    }
+  return want;
+}
+
+TEST(SimtCluster, BlocksOfAClusterExchangeThroughTheBarrierUnderEverySeed) {
+  const uint64_t saved = simt::seed();
+  for (uint64_t s = 1; s <= 6; ++s) {
+    simt::set_seed(s);
+    for (const auto& [blocks, cluster] : {std::pair{8, 8}, std::pair{12, 3}, std::pair{6, 1}, std::pair{4, 2}}) {
+      const int rounds = 3;
+      DeviceBuffer<int> slots(std::vector<int>(size_t(blocks), -1)), out(std::vector<int>(size_t(rounds) * blocks, -1));
+      ASSERT_EQ(simt_test::cluster_exchange(slots.get(), out.get(), blocks, cluster, rounds, true), cudaSuccess);
+      EXPECT_EQ(out.download(), exchange_want(blocks, cluster, rounds))
+          << blocks << " blocks in clusters of " << cluster << ", seed " << s;
+    }
+  }
+  simt::set_seed(saved);
+}
+
+TEST(SimtCluster, AMissingClusterBarrierIsAReportedRace) {
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
+  EXPECT_DEATH(
+      {
+        DeviceBuffer<int> slots(8);
+        DeviceBuffer<int> out(24);
+        simt_test::cluster_exchange(slots.get(), out.get(), 8, 4, 3, false);
+        cudaDeviceSynchronize();
+      },
+      "data race on global memory(.|\n)*cluster_exchange_kernel(.|\n)*SIMT_SEED=");
+}
+
+TEST(SimtCluster, ABarrierReachedFromTwoPlacesAborts) {
+  EXPECT_DEATH(
+      {
+        DeviceBuffer<int> out(4);
+        simt_test::cluster_two_places(out.get());
+        cudaDeviceSynchronize();
+      },
+      "cluster barrier reached from different places(.|\n)*SIMT_SEED=");
+}
+
+TEST(SimtCluster, ClusterAndBlockBarriersMixedInOneBlockDeadlock) {
+  EXPECT_DEATH(
+      {
+        DeviceBuffer<int> out(2);
+        simt_test::cluster_or_block_barrier(out.get());
+        cudaDeviceSynchronize();
+      },
+      "deadlock: threads of a block wait at the cluster barrier while others wait elsewhere(.|\n)*SIMT_SEED=");
+}
+
+TEST(SimtCluster, AGraphReplaysTheClusterLaunch) {
+  const int blocks = 8, cluster = 4, rounds = 2;
+  DeviceBuffer<int> slots(std::vector<int>(size_t(blocks), -1)), out(std::vector<int>(size_t(rounds) * blocks, -1));
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+  ASSERT_EQ(simt_test::cluster_exchange(slots.get(), out.get(), blocks, cluster, rounds, true, s), cudaSuccess);
+  cudaGraph_t g;
+  ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+  cudaGraphExec_t exec;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+  // The poisoned uploads are pageable copies on the legacy stream, which `s` does not wait for.
+  ASSERT_EQ(cudaStreamSynchronize(0), cudaSuccess);
+  ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  EXPECT_EQ(out.download(), exchange_want(blocks, cluster, rounds));
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(g), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+}
+
+TEST(SimtCluster, BadClusterSizesAreRefused) {
+  DeviceBuffer<int> slots(16), out(16);
+  for (const auto& [blocks, cluster] : {std::pair{4, 3}, std::pair{16, 16}, std::pair{4, 0}}) {
+    EXPECT_EQ(simt_test::cluster_exchange(slots.get(), out.get(), blocks, cluster, 1, true),
+              cudaErrorInvalidClusterSize)
+        << blocks << " blocks, clusters of " << cluster;
+    EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidClusterSize);
+  }
+  int v = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&v, cudaDevAttrClusterLaunch, 0), cudaSuccess);
+  EXPECT_EQ(v, 1);
+}
+
+}  // namespace
