@@ -7,7 +7,8 @@
 //     reported; two threads of one launch touching a 4-byte word, one writing, neither atomic, and
 //     not ordered (same block: a barrier between them, or a warp collective of both) are reported;
 //   - shared memory (static __shared__ and the dynamic arena): the same race rule per byte within
-//     a block, and a read of a byte no thread of the block wrote yet.
+//     a block, a read of a byte no thread of the block wrote yet, and an access just outside the
+//     dynamic arena (its red zones).
 // Ordering: __syncthreads starts a new interval (epochs); inside one, lanes of a warp are ordered
 // by the warp collectives they complete together, tracked with a 32-entry vector clock per thread.
 // Blocks of one thread-block cluster are ordered by the cluster barriers between them.
@@ -194,6 +195,14 @@ const Span* shared_span(uintptr_t a) {
 void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, const void* pc) {
   for (uintptr_t b = a; b < a + n; ++b) {
     const Span* s = shared_span(b);
+    if (!s && g_dyn_hi && b + kSharedRedzone >= g_dyn_lo && b < g_dyn_hi + kSharedRedzone) {
+      const long off = long(b) - long(g_dyn_lo);
+      report("out-of-bounds shared memory access: " + std::string(write ? "write" : "read") + " of " +
+                 std::to_string(n) + " bytes at dynamic shared memory " + (off < 0 ? "- " : "+ ") +
+                 std::to_string(off < 0 ? -off : off) + ", outside the arena of " +
+                 std::to_string(g_dyn_hi - g_dyn_lo) + " bytes the launch gave",
+             now_access(1, pc), write ? "write" : "read", nullptr, nullptr, nullptr);
+    }
     if (!s) continue;
     SharedCell& c = g_sshadow[s->shadow + (b - s->lo)];
     const Access now = now_access(1, pc);
@@ -237,7 +246,8 @@ inline void access(const void* p, size_t n, bool read, bool write, bool atomic, 
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   if (a >= g_arena_lo && a < g_arena_hi)
     global_access(a, n, write, atomic, pc);
-  else if ((a < g_static_hi && a + n > g_static_lo) || (a < g_dyn_hi && a + n > g_dyn_lo))
+  else if ((a < g_static_hi && a + n > g_static_lo) ||
+           (g_dyn_hi && a < g_dyn_hi + kSharedRedzone && a + n + kSharedRedzone > g_dyn_lo))
     shared_access(a, n, read, write, atomic, pc);
 }
 

@@ -19,6 +19,10 @@ struct SharedRange {
 const std::vector<SharedRange>& static_shared_ranges();  // sorted by address
 void poison_static_shared();                             // 0xFF into every one
 
+// Bytes of poisoned memory the scheduler keeps on each side of a block's dynamic shared arena:
+// an access there is reported as out of bounds (and a stray write lands in them, not in the heap).
+constexpr size_t kSharedRedzone = 256;
+
 // Scheduler events. Threads are named by their linear index in the block.
 void san_launch_begin(const KernelLaunch& k);
 void san_block_begin(size_t block_linear, unsigned char* dyn_smem, size_t dyn_bytes);

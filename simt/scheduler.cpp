@@ -124,7 +124,7 @@ const char* op_name(WarpOp op) {
 // A block: its threads, shared arena, and barrier bookkeeping.
 struct Block {
   std::vector<Thread> threads;
-  std::vector<unsigned char> smem;
+  std::vector<unsigned char> smem;     // the dynamic arena, with kSharedRedzone bytes either side
   std::vector<unsigned char> statics;  // its static __shared__ bytes while another block runs
   unsigned live = 0, at_barrier = 0, at_cluster = 0;
   Thread* current = nullptr;
@@ -336,9 +336,9 @@ void start_block(const KernelLaunch& k, Block& B, size_t b) {
   const size_t nthreads = B.threads.size();
   const uint3 bidx{unsigned(b % k.grid.x), unsigned(b / k.grid.x % k.grid.y),
                    unsigned(b / (size_t(k.grid.x) * k.grid.y))};
-  B.smem.assign(k.smem, 0xFF);
+  B.smem.assign(k.smem + 2 * kSharedRedzone, 0xFF);
   poison_static_shared();
-  san_block_begin(b, B.smem.data(), B.smem.size());
+  san_block_begin(b, B.smem.data() + kSharedRedzone, k.smem);
   for (unsigned i = 0; i < nthreads; ++i) {
     Thread& t = B.threads[i];
     t.coords =
@@ -494,7 +494,8 @@ void set_seed(uint64_t s) {
 
 void* dynamic_shared() {
   using detail::g_cur;
-  return !g_cur || g_cur->smem.empty() ? nullptr : g_cur->smem.data();
+  using detail::kSharedRedzone;
+  return !g_cur || g_cur->smem.size() <= 2 * kSharedRedzone ? nullptr : g_cur->smem.data() + kSharedRedzone;
 }
 
 }  // namespace simt

@@ -116,6 +116,14 @@ __global__ void smem_poison_kernel(int* out) {
   if (threadIdx.x == 0) out[blockIdx.x] = all_ff;
 }
 
+// Planted bug: one thread more than the arena has ints writes its slot.
+__global__ void smem_past_end_kernel(int* out) {
+  GRPO_DYNAMIC_SHARED(int, arena);
+  arena[threadIdx.x] = int(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = threadIdx.x == 0 ? arena[0] : 0;
+}
+
 // Static shared memory: each thread checks its byte, then scribbles over it.
 __global__ void static_smem_poison_kernel(int* out) {
   __shared__ unsigned char bytes[64];
@@ -156,6 +164,9 @@ cudaError_t tickets(unsigned* counter, unsigned* first, unsigned* second, int th
 
 cudaError_t static_smem_poison(int* out, int blocks) {
   return simt::launch(static_smem_poison_kernel, blocks, 64, 0, 0, out);
+}
+cudaError_t smem_past_end(int* out, int ints) {
+  return simt::launch(smem_past_end_kernel, 1, ints + 1, ints * sizeof(int), 0, out);
 }
 cudaError_t barrier_in_ragged_loop(float* out) { return simt::launch(ragged_loop_kernel, 1, 64, 0, 0, out); }
 

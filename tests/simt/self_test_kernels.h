@@ -33,6 +33,8 @@ cudaError_t smem_poison(int* out, int blocks, size_t smem_bytes);
 cudaError_t static_smem_poison(int* out, int blocks);
 // Each thread takes two tickets (atomicAdd on *counter) into first[t] and second[t].
 cudaError_t tickets(unsigned* counter, unsigned* first, unsigned* second, int threads);
+// Planted bug: ints + 1 threads each write an int of a dynamic arena of `ints` ints.
+cudaError_t smem_past_end(int* out, int ints);
 // Planted bug: __syncthreads in a loop of 1 + threadIdx.x % 3 trips (64 threads).
 cudaError_t barrier_in_ragged_loop(float* out);
 // Thread-block clusters (cluster_kernels.cu), `cluster` blocks each along x: `rounds` rounds in

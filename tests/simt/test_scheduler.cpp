@@ -135,6 +135,18 @@ TEST(SimtSharedMemory, StaticSharedPoisonedAtEveryBlockStart) {
   EXPECT_EQ(out.download(), std::vector<int>(6, 1));
 }
 
+TEST(SimtSharedMemory, AnAccessPastTheDynamicArenaIsReported) {
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
+  EXPECT_DEATH(
+      {
+        DeviceBuffer<int> out(33);
+        simt_test::smem_past_end(out.get(), 32);
+        cudaDeviceSynchronize();
+      },
+      "out-of-bounds shared memory access: write of 4 bytes at dynamic shared memory \\+ 128, outside the arena "
+      "of 128 bytes(.|\n)*smem_past_end_kernel(.|\n)*SIMT_SEED=");
+}
+
 TEST(SimtSharedMemory, ReadBeforeAnyWriteIsReported) {
   if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
   EXPECT_DEATH(
