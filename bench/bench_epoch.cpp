@@ -122,6 +122,11 @@ int main(int argc, char** argv) {
   app.add_option("--rollout-loop", rollout_loop,
                  "on: the graph's rollout as one WHILE node where it can (the default); off: two nodes a step")
       ->check(CLI::IsMember({"on", "off"}));
+  std::string rollout_cluster = "off";
+  app.add_option("--cluster-rollout", rollout_cluster,
+                 "on: the whole rollout as one kernel of thread-block clusters where it fits (grpo train "
+                 "--cluster-rollout); off: the default")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--json", json_path, "also write the results as JSON to this file");
   if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_epoch")) return *code;
 
@@ -136,6 +141,7 @@ int main(int argc, char** argv) {
   }
   c.precision = tf32 ? Precision::Tf32 : *parse_precision(precision);
   c.rollout_loop = rollout_loop == "on";
+  c.rollout_cluster = rollout_cluster == "on";
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -155,7 +161,8 @@ int main(int argc, char** argv) {
                 {"algo", algo_name(c.algo)},
                 {"updates_per_epoch", c.algo == Algo::Grpo ? c.ppo_epochs * c.minibatches : 1},
                 {"precision", precision_name(c.precision)},
-                {"rollout_loop", c.rollout_loop}}},
+                {"rollout_loop", c.rollout_loop},
+                {"rollout_cluster", c.rollout_cluster}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},

@@ -79,6 +79,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
   app.add_flag("--no-rollout-loop", f.no_rollout_loop,
                "cuda: capture every rollout step as nodes of their own instead of one WHILE node");
+  app.add_flag("--cluster-rollout", c.rollout_cluster,
+               "cuda: run the whole rollout as one kernel of thread-block clusters (sm_90) where the small "
+               "product fits; the same run bit for bit");
   auto* precision =
       app.add_option_function<std::string>(
              "--precision", [&c](const std::string& v) { c.precision = *parse_precision(v); },

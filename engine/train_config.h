@@ -50,6 +50,11 @@ struct TrainConfig {
   // the few-row kernel (engine/cuda/rollout_loop_cuda.cpp); false unrolls them, two nodes a step
   // (--no-rollout-loop; bench_epoch --rollout-loop off compares the two).
   bool rollout_loop = true;
+  // The whole rollout as one kernel of thread-block clusters where it fits (sm_90, the few-row
+  // product's shapes: engine/cuda/rollout_cluster.h), eagerly and in the graph; the same run bit
+  // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off by default until a GPU has
+  // timed it against the loop.
+  bool rollout_cluster = false;
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl
   // --profile-epochs A:B: cudaProfilerStart before epoch A, cudaProfilerStop after epoch B

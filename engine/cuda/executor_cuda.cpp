@@ -48,6 +48,7 @@ class CudaExecutor final : public Executor {
     blas_ = std::make_unique<Blas>(BlasOptions{c.precision});
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_rollout_loop(c.rollout_loop);
+    ops_->set_rollout_cluster(c.rollout_cluster);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
   }
@@ -58,7 +59,8 @@ class CudaExecutor final : public Executor {
     std::string name = "?";
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) name = p.name;
     return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch" : " (eager, --no-graph") +
-           (cfg_.precision == Precision::Fp32 ? ")" : std::string(", ") + precision_name(cfg_.precision) + ")");
+           (cfg_.precision == Precision::Fp32 ? "" : std::string(", ") + precision_name(cfg_.precision)) +
+           (cfg_.rollout_cluster ? ", --cluster-rollout)" : ")");
   }
 
   bool on_device() const override { return true; }

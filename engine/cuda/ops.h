@@ -47,6 +47,8 @@ class CudaOps final : public Ops {
   // kernel (the small preset), every step but the last becomes one WHILE node whose body is that
   // product and the fused step, each reading the step from a device counter
   // (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes for T - 1 steps instead of 2 (T - 1).
+  // With set_rollout_cluster(true), where rollout_cluster_fits, eagerly or not: games_reset, the
+  // trunk of step 0 and one kernel for all T steps (engine/cuda/rollout_cluster.cu).
   void rollout(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
@@ -78,6 +80,8 @@ class CudaOps final : public Ops {
   void set_ranges(bool on) { ranges_ = on; }
   // TrainConfig::rollout_loop: off captures the rollout step by step, as eager mode runs it.
   void set_rollout_loop(bool on) { rollout_loop_ = on; }
+  // TrainConfig::rollout_cluster: the whole rollout as one cluster kernel where it fits.
+  void set_rollout_cluster(bool on) { rollout_cluster_ = on; }
 
   // What the captures since the last reset put inside loop bodies: nodes (each counted once)
   // and node runs per replay (nodes times trips).
@@ -94,6 +98,7 @@ class CudaOps final : public Ops {
   cudaStream_t stream_;
   bool ranges_ = false;
   bool rollout_loop_ = true;
+  bool rollout_cluster_ = false;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters
   cuda::Stream body_stream_;                   // captures the loop's body
   LoopNodes loop_nodes_;

@@ -1,9 +1,11 @@
-// CudaOps::rollout (engine/cuda/ops.h): the rollout's steps as one WHILE graph node. The small
+// CudaOps::rollout (engine/cuda/ops.h): the rollout as one cluster kernel when asked
+// (rollout_cluster.h), else its steps as one WHILE graph node. The small
 // preset's 200 steps are otherwise 400 of an epoch graph's nodes; as a loop they are 3, and the
 // device runs the same kernels with the same arguments, the step read from a counter instead of
 // baked into each node, so the results are the default's bit for bit.
 #include "core/cuda_check.h"
 #include "engine/cuda/ops.h"
+#include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_step.h"
 #include "engine/policy.h"
 #include "kernels/matmul.h"
@@ -45,6 +47,12 @@ void CudaOps::rollout(const Rollout& r) {
   CUDA_CHECK(cudaStreamIsCapturing(stream_, &status));
   const bool bf16 = r.p.fc1_w_bf16 != nullptr;
   const bool few_rows = linear_forward_takes_few_rows(r.N, r.H, r.H, !bf16 && blas_.tf32());
+  if (rollout_cluster_ && few_rows && rollout_cluster_fits(r.N, r.H, bf16)) {  // eagerly and captured alike
+    games_reset(r.games, r.seed, r.epoch, r.obs);
+    policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
+    rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_);
+    return;
+  }
   if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2) return Ops::rollout(r);
 
   games_reset(r.games, r.seed, r.epoch, r.obs);

@@ -17,6 +17,8 @@ namespace grpo {
 // Throws std::invalid_argument for a shape the kernel does not take (H outside the LayerNorm's
 // 8..8192, D other than the game's, more than 32 observation floats).
 void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream);
+// The checks behind that exception, `op` naming the caller (also rollout_cluster.cu's).
+void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, const char* op);
 
 // The kernel as the body of a WHILE graph node (engine/cuda/rollout_loop_cuda.cpp), which replays
 // one node for every step but the last. It reads its step t from counters[0] when it runs and

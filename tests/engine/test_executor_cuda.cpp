@@ -67,8 +67,9 @@ TEST(ExecutorCuda, InfoGraphCapturesAfterAWarmUp) {
 
 // At hidden 32 the rollout's product takes the few-row kernel: the graph holds the steps as one
 // WHILE node, so it has fewer nodes than it runs; --no-rollout-loop captures them unrolled, as
-// many nodes as runs, and that many more nodes than the loop's graph.
-TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitch) {
+// many nodes as runs, and that many more nodes than the loop's graph; --cluster-rollout makes the
+// six steps one kernel node, in place of the loop's memset, WHILE node and last step.
+TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
   GRPO_REQUIRE_DEVICE();
   const auto sizes = [](const std::string& extra) {
     const std::string cmd = std::string(GRPO_BINARY_DIR) +
@@ -89,6 +90,9 @@ TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitch) {
   EXPECT_EQ(loop_runs, loop_nodes - 2 + 2 * 5) << "a body of two nodes, five trips";
   EXPECT_EQ(flat_nodes, flat_runs);
   EXPECT_EQ(flat_nodes, loop_runs - 2) << "unrolled: no memset of the counters, no WHILE node";
+  const auto [cluster_nodes, cluster_runs] = sizes("--cluster-rollout");
+  EXPECT_EQ(cluster_nodes, cluster_runs);
+  EXPECT_EQ(cluster_nodes, loop_nodes - 2 - 3) << "the loop's count holds its body's two nodes";
 }
 
 }  // namespace

@@ -98,6 +98,35 @@ TEST(TrainCuda, GrpoBf16GraphWithTheRolloutLoopEqualsEagerBitForBit) {
   EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
 }
 
+// --cluster-rollout (engine/cuda/rollout_cluster.cu): whole epochs, graph and eager, are the
+// stepwise run's bit for bit, in fp32 and under grpo in bf16; and the host's, as that one is.
+TEST(TrainCuda, ClusterRolloutRunsAreTheStepwiseRunsBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  for (TrainConfig c : {tiny_config(), bf16(tiny_grpo_config())}) {
+    c.hidden_size = 32;
+    c.batch_size = 4;
+    SCOPED_TRACE(::testing::Message() << precision_name(c.precision));
+    for (const bool graph : {true, false}) {
+      c.use_graph = graph;
+      auto steps = make_cuda_executor(c);
+      const RunState s = run_epochs(c, *steps, 3);
+      c.rollout_cluster = true;
+      auto cluster = make_cuda_executor(c);
+      const RunState k = run_epochs(c, *cluster, 3);
+      EXPECT_TRUE(bitwise_equal(k, s)) << (graph ? "graph" : "eager");
+      c.rollout_cluster = false;
+    }
+  }
+}
+
+TEST(TrainCuda, ClusterRolloutMatchesHostExecutorOverThreeEpochs) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 32;
+  c.rollout_cluster = true;
+  expect_cuda_matches_host(c);
+}
+
 TEST(TrainCuda, ReplaysDrawFreshRandomNumbersEachEpoch) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();

@@ -60,12 +60,16 @@ EPOCH_VARIANTS = (("eager", "eager", [], "_eager"), ("graph", "graph", [], ""),
                   ("graph TF32", "graph", ["--precision", "tf32"], "_tf32"),
                   ("graph BF16", "graph", ["--precision", "bf16"], "_bf16"),
                   ("graph unrolled", "graph", ["--rollout-loop", "off"], "_unrolled"),
+                  ("graph cluster", "graph", ["--cluster-rollout", "on"], "_cluster"),
+                  ("graph cluster BF16", "graph", ["--cluster-rollout", "on", "--precision", "bf16"],
+                   "_cluster_bf16"),
                   ("graph grpo", "graph", ["--algo", "grpo"], "_grpo"))
 
 
 def bench_epochs(kit):
     """bench_epoch per preset and variant (eager, graph, graph with TF32 products, graph with
-    fc1's products on bf16 operands, graph with the rollout unrolled, graph with --algo grpo); the peak of
+    fc1's products on bf16 operands, graph with the rollout unrolled, graph with the rollout as one
+    cluster kernel in fp32 and bf16, graph with --algo grpo); the peak of
     nvidia-smi's used memory while each runs (the whole GPU: the CUDA context and cuBLAS
     included). The x-floor figure is against the FP32 floor in every variant."""
     epochs, steps, peak = {}, {}, {}
@@ -77,6 +81,9 @@ def bench_epochs(kit):
                 continue
             if not kit.have("bench_epoch"):
                 kit.not_run(name, "the build failed")
+                continue
+            if "cluster" in label and p == "reference":
+                kit.not_run(name, "the cluster kernel takes at most 256 games; the reference plays 544")
                 continue
             tag = "%s-%s" % (p, label.replace(" ", "-").lower())
             path = os.path.join(kit.tmp("bench"), "epoch-%s.json" % tag)
@@ -103,6 +110,9 @@ def bench_epochs(kit):
     kit.data["epochs_per_s_bf16"] = {p: epochs.get(p + "_bf16") for p in PRESETS}
     # The rollout's steps unrolled (two graph nodes a step) instead of one WHILE node: side by side.
     kit.data["epochs_per_s_unrolled"] = {p: epochs.get(p + "_unrolled") for p in PRESETS}
+    # The whole rollout as one kernel of thread-block clusters (--cluster-rollout), fp32 and bf16.
+    kit.data["epochs_per_s_cluster"] = {p: epochs.get(p + "_cluster") for p in PRESETS}
+    kit.data["epochs_per_s_cluster_bf16"] = {p: epochs.get(p + "_cluster_bf16") for p in PRESETS}
     # --algo grpo with its defaults: 4 passes over each rollout, 16 updates per epoch.
     kit.data["epochs_per_s_grpo"] = {p: epochs.get(p + "_grpo") for p in PRESETS}
     kit.data["game_steps_per_s"] = {p: steps.get(p) for p in PRESETS}

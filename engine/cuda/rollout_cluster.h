@@ -1,0 +1,32 @@
+// Ops::rollout's T steps as one kernel of thread-block clusters (sm_90), after games_reset and
+// the trunk of step 0: each cluster plays a share of the games, each of its blocks holds a share
+// of fc1.weight's rows in shared memory for the whole rollout, and the blocks of a cluster meet at
+// the cluster barrier twice a step (engine/cuda/rollout_cluster.cu). The results are those of the
+// few-row product and rollout_step_cuda step by step, bit for bit; TrainConfig::rollout_cluster
+// (--cluster-rollout) picks it where rollout_cluster_fits.
+#pragma once
+#include "engine/ops.h"
+#include "env/game_config.h"
+
+#if !defined(GRPO_HAVE_CUDA)
+#error "engine/cuda/rollout_cluster.h needs the CUDA runtime (gpu or simt flavour)"
+#endif
+#include <cuda_runtime.h>
+
+namespace grpo {
+
+constexpr unsigned kClusterBlocks = 8;  // the portable maximum
+
+// Whether the device runs clusters and the rollout of N games at hidden H takes this path: the
+// shape the few-row product takes (fp32 or bf16 operands, up to 256 games) and a block's share
+// of W1 and of the cluster's h1 rows within the shared memory a block may opt into.
+bool rollout_cluster_fits(int N, int H, bool bf16);
+
+// Steps 0..steps-1 from step 0's views `first` (rollout_step_at(r, 0)): per step a1 = h1 W1^T
+// (on the bf16 copies when first.p.fc1_w_bf16 is set), then the fused step. Throws
+// std::invalid_argument for a shape rollout_step_cuda refuses, or one that does not fit.
+// `clusters` (tests): that many clusters, at most N, instead of one block per SM.
+void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
+                          unsigned clusters = 0);
+
+}  // namespace grpo

@@ -1,0 +1,141 @@
+// The body of the fused rollout step (rollout_step.h) for one game, as a block-wide device
+// function: rollout_step.cu runs it once per block (a block per game), the cluster rollout
+// (rollout_cluster.cu) for each of its games in turn. One block of kStepThreads threads; the
+// row's H columns in groups of four (one float4, one Philox call for their dropout bits), group c
+// on thread c % kStepThreads, so a warp reads 512 contiguous bytes of a row at a time. Per game
+// and step it reads a1 (H floats) and the parameters of the head and of fc_in/LayerNorm (from L2
+// after the first game), and writes 3 logits, the action, the reward, D observation floats and
+// the next step's h0, h1 (H each), mean and rstd.
+#pragma once
+#include <algorithm>
+
+#include "engine/ops.h"
+#include "env/games.h"
+#include "kernels/activations_vec.cuh"
+#include "kernels/dropout.h"
+#include "kernels/gelu.h"
+#include "kernels/layernorm.h"
+#include "kernels/policy_head.h"
+#include "kernels/welford.cuh"
+
+namespace grpo::rollout_step_detail {
+
+constexpr int kStepThreads = 128;
+constexpr int kStepWarps = kStepThreads / 32;
+constexpr int kMaxObs = 32;
+
+// The block's shared scratch, a __shared__ variable of the calling kernel.
+struct StepShared {
+  float head_sums[kActions][kStepWarps];
+  float welford[3 * kStepWarps];
+  float obs[kMaxObs];
+};
+
+// Step t of game g: s holds step 0's pointers, or step t's with shift 0; rows shift.. are step
+// t's. The last step (last) writes no next trunk. Every thread of the block calls it; it may
+// return before its last barrier, so a caller that runs it again first passes a __syncthreads.
+__device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, uint32_t t, size_t shift,
+                                          unsigned g, bool last, bool vec, StepShared& sh) {
+  using namespace row_welford_ops;
+  constexpr unsigned kAll = 0xFFFFFFFFu;
+  const unsigned tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const unsigned H = unsigned(s.H), groups = (H + 3) / 4;
+  const uint32_t epoch = *s.epoch;
+  const size_t row = shift + g;
+
+  // Head: z = dropout(gelu(a1 + b1)) W_out^T, this thread's columns, then the block's sum.
+  const float* a1 = s.now.a1 + row * H;
+  const float scale = dropout_scale(s.dropout);
+  float z[kActions] = {0.f, 0.f, 0.f};
+  for (unsigned c = tid; c < groups; c += kStepThreads) {
+    const unsigned n = std::min(4u, H - 4 * c);
+    const unsigned keep = dropout_keep4(s.dropout, s.seed, Purpose::DropoutRollout, epoch, t, uint32_t(g), c);
+    float v[4], b[4];
+    load4(a1 + 4 * c, n, vec, v);
+    load4(s.p.fc1_b + 4 * c, n, vec, b);
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) v[k] = (keep >> k & 1u) ? gelu(v[k] + b[k]) * scale : 0.f;
+#pragma unroll
+    for (int a = 0; a < kActions; ++a) {
+      float w[4];
+      load4(s.p.fc_out_w + size_t(a) * H + 4 * c, n, vec, w);
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) z[a] = fmaf(v[k], w[k], z[a]);
+    }
+  }
+#pragma unroll
+  for (int a = 0; a < kActions; ++a) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) z[a] += __shfl_down_sync(kAll, z[a], o);
+    if (lane == 0) sh.head_sums[a][warp] = z[a];
+  }
+  __syncthreads();
+
+  // One thread: the logits, the action and the game's step.
+  float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
+  if (tid == 0) {
+    float logits[kActions];
+#pragma unroll
+    for (int a = 0; a < kActions; ++a) {
+      float sum = sh.head_sums[a][0];
+      for (int w = 1; w < kStepWarps; ++w) sum += sh.head_sums[a][w];
+      logits[a] = sum + s.p.fc_out_b[a];
+      s.now.logits[row * kActions + a] = logits[a];
+    }
+    const PolicyRow policy = policy_row(logits);
+    int32_t* actions = s.actions + shift;
+    actions[g] = sample_from(policy, action_uniform(s.seed, epoch, t, uint32_t(g)));
+    const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t};
+    step_one_game(cfg, s.games, g, actions, draws, t, s.rewards + shift, obs_next);
+    if (obs_next)
+      for (int k = 0; k < s.D; ++k) sh.obs[k] = obs_next[size_t(g) * s.D + k];
+  }
+  if (last) return;  // no next trunk (uniform over the block)
+  __syncthreads();
+
+  // The next step's trunk start: h0 = obs W_in^T, Welford over gelu(h0), then h1.
+  const int D = s.D;
+  float* h0 = s.next.h0 + row * H;
+  Welford w{0.f, 0.f, 0.f};
+  for (unsigned c = tid; c < groups; c += kStepThreads) {
+    const unsigned n = std::min(4u, H - 4 * c);
+    float v[4];
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) {
+      const float* wr = s.p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
+      float acc = 0.f;
+      for (int j = 0; j < D; ++j) acc = fmaf(sh.obs[j], wr[j], acc);
+      v[k] = k < n ? acc : 0.f;
+      if (k < n) welford_add(w, gelu(v[k]));
+    }
+    store4(h0 + 4 * c, n, vec, v);
+  }
+  w = row_welford<kStepThreads>(w, sh.welford);
+  const float mu = w.mean, rs = rsqrtf(w.m2 / float(H) + kLayerNormEps);
+  if (tid == 0) s.next.ln_mean[row] = mu, s.next.ln_rstd[row] = rs;
+  float* h1 = s.next.h1 + row * H;
+  Bf16* h1_bf16 = s.next.h1_bf16 ? s.next.h1_bf16 + row * H : nullptr;
+  for (unsigned c = tid; c < groups; c += kStepThreads) {
+    const unsigned n = std::min(4u, H - 4 * c);
+    float v[4], ga[4], be[4];
+    load4(h0 + 4 * c, n, vec, v);
+    load4(s.p.ln_gamma + 4 * c, n, vec, ga);
+    load4(s.p.ln_beta + 4 * c, n, vec, be);
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
+    if (h1_bf16)
+      store4_bf16(h1_bf16 + 4 * c, n, vec, v);
+    else
+      store4(h1 + 4 * c, n, vec, v);
+  }
+}
+
+// Whether the float4 paths may run: H a multiple of 4 and every row pointer they touch aligned.
+inline bool rollout_step_vec(const Ops::RolloutStep& s) {
+  bool vec = s.H % 4 == 0;
+  for (const float* q : {s.now.a1, s.p.fc1_b, s.p.fc_out_w, s.p.ln_gamma, s.p.ln_beta, s.next.h0, s.next.h1})
+    vec = vec && aligned16(q);
+  return vec && (s.next.h1_bf16 == nullptr || aligned8(s.next.h1_bf16));
+}
+
+}  // namespace grpo::rollout_step_detail

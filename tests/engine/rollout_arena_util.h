@@ -1,0 +1,96 @@
+// Shared by the rollout tests that compare whole arenas (test_rollout_loop_cuda.cpp,
+// test_rollout_cluster_cuda.cpp): one rollout from an arena image and parameter slabs on
+// CudaOps, eagerly or captured and replayed, and the arena it leaves behind.
+#pragma once
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "core/cuda_resources.h"
+#include "engine/cuda/ops.h"
+#include "engine/step.h"
+#include "tests/engine/engine_test_util.h"
+#include "tests/test_util.h"
+
+namespace grpo::test {
+
+// How the rollout runs on `ops` (the default: CudaOps::rollout as configured).
+using RolloutRun = std::function<void(CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream)>;
+
+struct Outcome {
+  std::vector<char> arena;
+  size_t top_nodes = 0;  // nodes of the captured graph outside the loop's body
+  CudaOps::LoopNodes loop;
+};
+
+// Runs one rollout from the arena image `image` and the parameter slabs `slabs`: eagerly, or
+// (after an eager warm-up that meets every cuBLAS shape) captured and replayed `replays` times,
+// the arena re-uploaded from the image before each replay.
+inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image, const std::vector<float>& slabs,
+                           bool captured, int replays = 1, const RolloutRun& run = nullptr) {
+  DeviceBuffer<float> dev_slabs(slabs);
+  DeviceBuffer<char> arena(image);
+  CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ride the legacy stream
+  Blas blas(BlasOptions{c.precision});
+  cuda::Stream stream = cuda::make_stream(cudaStreamNonBlocking);
+  CudaOps ops(c.game, c.batch_size, blas, stream.get());
+  ops.set_rollout_loop(c.rollout_loop);
+  ops.set_rollout_cluster(c.rollout_cluster);
+  const auto roll = [&](const Ops::Rollout& r) { run ? run(ops, r, stream.get()) : ops.rollout(r); };
+  const StepBuffers b = StepBuffers::over(dev_slabs.get(), arena.get(), c);
+  const int N = c.games(), H = c.hidden_size;
+  if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(H) * H);
+  const Ops::Rollout r{b.p,       b.acts,      b.obs, b.actions,   b.rewards, b.games, c.seed, &b.scalars->epoch,
+                       c.dropout, c.max_steps, N,     c.obs_dim(), H};
+  roll(r);
+  Outcome out;
+  if (captured) {
+    cudaGraph_t g = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeGlobal));
+    roll(r);
+    CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+    cuda::Graph graph(g);
+    CUDA_CHECK(cudaGraphGetNodes(g, nullptr, &out.top_nodes));
+    out.loop = ops.loop_nodes();
+    cudaGraphExec_t e = nullptr;
+    CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+    cuda::GraphExec exec(e);
+    for (int i = 0; i < replays; ++i) {
+      CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+      arena.upload(image);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(H) * H);
+      CUDA_CHECK(cudaGraphLaunch(exec.get(), stream.get()));
+    }
+  }
+  CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  out.arena.resize(image.size());
+  CUDA_CHECK(cudaMemcpy(out.arena.data(), arena.get(), image.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+// The parameter slabs: random parameters, the gradients and moments poisoned.
+inline std::vector<float> random_slabs(const TrainConfig& c, uint64_t seed) {
+  const ParamLayout pl(c.hidden_size, c.obs_dim());
+  std::vector<float> slabs(4 * pl.total, poison_value());
+  const auto w = random_floats(pl.total, seed, -0.3f, 0.3f);
+  std::copy(w.begin(), w.end(), slabs.begin());
+  return slabs;
+}
+
+// The arena: NaN in every float, but the epoch counter.
+inline std::vector<char> poisoned_arena(const TrainConfig& c, uint32_t epoch) {
+  const ArenaLayout al(c);
+  std::vector<char> image(al.total, char(0xFF));
+  std::memcpy(image.data() + al.scalars + offsetof(TrainScalars, epoch), &epoch, sizeof epoch);
+  return image;
+}
+
+// The first byte where two arenas differ, or their size when none does.
+inline size_t first_difference(const std::vector<char>& a, const std::vector<char>& b) {
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i] != b[i]) return i;
+  return a.size();
+}
+
+}  // namespace grpo::test

@@ -1,0 +1,107 @@
+// The rollout as one kernel of thread-block clusters (engine/cuda/rollout_cluster.cu) against the
+// same rollout step by step (Ops::rollout's default on CudaOps: the few-row product and the fused
+// step launched per step, whose host twins the other tests hold it to). From the same arena
+// (random parameters, everything else poisoned) the cluster kernel must leave every byte of the
+// arena as the stepwise run did: with one cluster (blocks playing several games each), a few, or
+// as many as the device's SMs give, at ragged and even widths, in fp32 and bf16, eagerly and
+// replayed from a graph twice. Fresh parameters each run; the seed is printed on failure.
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "engine/cuda/rollout_cluster.h"
+#include "engine/policy.h"
+#include "tests/engine/rollout_arena_util.h"
+
+namespace grpo::test {
+namespace {
+
+// The cluster kernel with `clusters` clusters (0: the executor's choice), after the same start
+// as Ops::rollout's.
+RolloutRun cluster_run(const GameConfig& game, unsigned clusters) {
+  return [game, clusters](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
+    ops.games_reset(r.games, r.seed, r.epoch, r.obs);
+    policy_trunk_start(ops, r.p, r.obs, r.N, r.D, r.H, r.acts);
+    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, clusters);
+  };
+}
+
+void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
+                                    << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
+  c.seed = seed;
+  const ArenaLayout al(c);
+  const std::vector<float> slabs = random_slabs(c, seed);
+  const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
+  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16));
+
+  const Outcome steps = run_rollout(c, image, slabs, false);
+  // The rollout ran: every action of every step was written.
+  std::vector<int32_t> actions(size_t(c.max_steps) * c.games());
+  std::memcpy(actions.data(), steps.arena.data() + al.actions, actions.size() * sizeof(int32_t));
+  for (int32_t a : actions) ASSERT_TRUE(a >= 0 && a < kActions) << a;
+
+  for (unsigned k : clusters) {
+    SCOPED_TRACE(::testing::Message() << k << " clusters (0: one block per SM)");
+    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k));
+    EXPECT_EQ(first_difference(steps.arena, eager.arena), steps.arena.size()) << "eager, of " << steps.arena.size();
+  }
+  // Through the executor's ops, captured: one node after games_reset and the trunk, replayed twice.
+  c.rollout_cluster = true;
+  const Outcome graph = run_rollout(c, image, slabs, true, 2);
+  EXPECT_EQ(first_difference(steps.arena, graph.arena), steps.arena.size()) << "replayed, of " << steps.arena.size();
+  EXPECT_EQ(graph.loop.nodes, 0u) << "no WHILE node";
+  // The steps' graph: games_reset and the trunk, then the WHILE node and its counters' memset
+  // and the last step's two nodes (one step: its two nodes); here the one kernel.
+  c.rollout_cluster = false;
+  const Outcome stepwise_graph = run_rollout(c, image, slabs, true, 1);
+  EXPECT_EQ(graph.top_nodes, stepwise_graph.top_nodes - (c.max_steps >= 2 ? 3 : 1));
+}
+
+TEST(RolloutClusterCuda, EqualsTheStepsAtARaggedWidth) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 37;  // 5 columns a block but 2 in the last; no float4 paths
+  c.batch_size = 5;    // 15 games
+  c.max_steps = 4;
+  expect_cluster_matches_steps(c, {1, 4, 0});
+}
+
+TEST(RolloutClusterCuda, EqualsTheStepsInBf16) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 64;
+  c.batch_size = 4;  // 12 games
+  c.max_steps = 3;
+  c.precision = Precision::Bf16;
+  expect_cluster_matches_steps(c, {1, 5, 0});
+}
+
+TEST(RolloutClusterCuda, OneStepAndOneGame) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 32;
+  c.game.screen_width = 4;  // one group of one game
+  c.batch_size = 1;
+  c.max_steps = 1;
+  ASSERT_EQ(c.games(), 1);
+  expect_cluster_matches_steps(c, {1, 0});
+}
+
+// Shapes the few-row product does not take (fewer than 32 columns, more than 256 games) are not
+// the cluster kernel's: the executor keeps the steps, a direct call throws.
+TEST(RolloutClusterCuda, RefusesShapesOutsideTheFewRowProduct) {
+  GRPO_REQUIRE_DEVICE();
+  EXPECT_FALSE(rollout_cluster_fits(6, 20, false));
+  EXPECT_FALSE(rollout_cluster_fits(257, 64, true));
+  EXPECT_TRUE(rollout_cluster_fits(136, 512, false));
+  EXPECT_TRUE(rollout_cluster_fits(136, 512, true));
+  EXPECT_FALSE(rollout_cluster_fits(136, 4096, true)) << "a block's share of W1 would not fit in shared memory";
+  TrainConfig c = tiny_config();  // hidden 20
+  const std::vector<float> slabs = random_slabs(c, 3);
+  EXPECT_THROW(run_rollout(c, poisoned_arena(c, 0), slabs, false, 1, cluster_run(c.game, 0)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace grpo::test
