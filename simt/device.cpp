@@ -143,6 +143,29 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int device) {
   return cudaSuccess;
 }
 
+// The emulated H100's 132 SMs sit in GPCs of 18 and 16 SMs; a cluster's blocks share one GPC, so
+// clusters of 8 one-per-SM blocks fit 2 to a GPC, 16 in all, not 132 / 8. An SM takes blocks up to
+// its 228 KB of shared memory (1 KB reserved per block), 2048 threads and 32 blocks.
+cudaError_t cudaOccupancyMaxActiveClusters(int* clusters, const void* func, const cudaLaunchConfig_t* config) {
+  if (!clusters || !func || !config) return set_error(cudaErrorInvalidValue);
+  unsigned size = 1;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id == cudaLaunchAttributeClusterDimension) {
+      const auto& d = config->attrs[i].val.clusterDim;
+      size = d.x * d.y * d.z;
+    }
+  const dim3 b = config->blockDim;
+  const size_t threads = size_t(b.x) * b.y * b.z;
+  if (size == 0 || size > 8) return set_error(cudaErrorInvalidClusterSize);
+  if (threads == 0 || threads > 1024 || config->dynamicSmemBytes > dynamic_smem_limit(func))
+    return set_error(cudaErrorInvalidValue);
+  const size_t per_sm = std::min({size_t(228 << 10) / (config->dynamicSmemBytes + 1024), 2048 / threads, size_t(32)});
+  int n = 0;
+  for (int gpc : {18, 18, 16, 16, 16, 16, 16, 16}) n += int(size_t(gpc) * per_sm / size);
+  *clusters = n;
+  return cudaSuccess;
+}
+
 cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
   if (!func) return set_error(cudaErrorInvalidDeviceFunction);
   if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize) {

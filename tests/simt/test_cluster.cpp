@@ -96,6 +96,37 @@ TEST(SimtCluster, AGraphReplaysTheClusterLaunch) {
   EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
 }
 
+// The emulated H100 holds clusters within its GPCs (18, 18 and six of 16 SMs): 16 clusters of 8
+// blocks that need a whole SM's shared memory each, not 132 / 8; 48 when three blocks share an SM.
+TEST(SimtCluster, OccupancyCountsClustersPerGpc) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 8;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(64);
+  config.blockDim = dim3(128);
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  const void* f = reinterpret_cast<const void*>(&cudaDeviceSynchronize);  // any function: limits are per function
+  ASSERT_EQ(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 << 10), cudaSuccess);
+  int n = -1;
+  config.dynamicSmemBytes = 150 << 10;
+  ASSERT_EQ(cudaOccupancyMaxActiveClusters(&n, f, &config), cudaSuccess);
+  EXPECT_EQ(n, 16);
+  config.dynamicSmemBytes = 70 << 10;
+  ASSERT_EQ(cudaOccupancyMaxActiveClusters(&n, f, &config), cudaSuccess);
+  EXPECT_EQ(n, 48);
+  config.dynamicSmemBytes = 210 << 10;  // above the function's limit
+  EXPECT_EQ(cudaOccupancyMaxActiveClusters(&n, f, &config), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+  attr.val.clusterDim.x = 16;
+  config.dynamicSmemBytes = 0;
+  EXPECT_EQ(cudaOccupancyMaxActiveClusters(&n, f, &config), cudaErrorInvalidClusterSize);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidClusterSize);
+}
+
 TEST(SimtCluster, BadClusterSizesAreRefused) {
   DeviceBuffer<int> slots(16), out(16);
   for (const auto& [blocks, cluster] : {std::pair{4, 3}, std::pair{16, 16}, std::pair{4, 0}}) {
