@@ -7,11 +7,19 @@
 
 #if defined(__CUDACC__)
 #include <cooperative_groups.h>
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define GRPO_CLUSTER_SYNC() ::cooperative_groups::this_cluster().sync()
 namespace grpo {
 __device__ __forceinline__ unsigned cluster_block_rank() { return ::cooperative_groups::this_cluster().block_rank(); }
 __device__ __forceinline__ unsigned cluster_blocks() { return ::cooperative_groups::this_cluster().num_blocks(); }
 }  // namespace grpo
+#else  // an older architecture in the build's list: no clusters; the host never launches one there
+#define GRPO_CLUSTER_SYNC() __trap()
+namespace grpo {
+__device__ __forceinline__ unsigned cluster_block_rank() { return 0; }
+__device__ __forceinline__ unsigned cluster_blocks() { return 1; }
+}  // namespace grpo
+#endif
 #elif defined(GRPO_SIMT)
 #define GRPO_CLUSTER_SYNC() ::simt::detail::cluster_sync(__FILE__, __LINE__)
 namespace grpo {

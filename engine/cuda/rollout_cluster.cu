@@ -119,39 +119,12 @@ __global__ void __launch_bounds__(kStepThreads)
 }
 
 struct Plan {
-  unsigned clusters = 0;
+  unsigned clusters = 0;  // 0: the shape does not fit
   size_t smem = 0;
 };
 
-// The clusters and the shared memory per block. By default one game a block (ceil(N / 8)
-// clusters) where that many clusters fit the SMs at once, else as many as fit: the blocks of
-// a cluster wait for each other every step, so a cluster's worth of one-game blocks is the
-// shortest step, and a cluster that waits for an SM would double the rollout.
-template <class T>
-Plan plan_for(int N, int H, unsigned clusters = 0) {
-  int dev = 0, sms = 0, smem_per_sm = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
-  const size_t width = (size_t(H) + kClusterBlocks - 1) / kClusterBlocks;
-  const auto with = [&](int k) {
-    Plan p;
-    p.clusters = unsigned(std::clamp(k, 1, N));
-    p.smem = (width + (size_t(N) + p.clusters - 1) / p.clusters) * smem_stride(unsigned(H)) * sizeof(T);
-    return p;
-  };
-  if (clusters) return with(int(clusters));
-  // Resident clusters: 1 KB a block the driver reserves, 128 threads of 88 registers leave
-  // shared memory the limit.
-  const auto resident = [&](const Plan& p) {
-    const size_t per_block = p.smem + sizeof(StepShared) + 1024;
-    return sms * std::max(1, int(size_t(smem_per_sm) / per_block)) / int(kClusterBlocks);
-  };
-  const Plan one_game = with((N + int(kClusterBlocks) - 1) / int(kClusterBlocks));
-  if (resident(one_game) >= int(one_game.clusters)) return one_game;
-  return with(resident(with(sms / int(kClusterBlocks))));
-}
-
+// Dynamic shared memory a block may have: the device's opt-in limit less the static StepShared;
+// 0 where the device runs no clusters.
 size_t smem_limit() {
   int dev = 0, optin = 0, cluster_launch = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
@@ -161,17 +134,71 @@ size_t smem_limit() {
   return size_t(std::max(optin - int(sizeof(StepShared)), 0));
 }
 
+// The kernel may ask for up to smem_limit(): always the same value, so a later launch never
+// lowers the limit below what a captured graph's node asks for. Not a stream operation: allowed
+// while a stream captures.
+template <class T>
+void allow_smem(size_t limit) {
+  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&rollout_cluster_kernel<T>),
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
+}
+
+// Clusters of p's size that the device can hold at once (its answer: the blocks of a cluster
+// share a GPC, so it can be fewer than SMs / 8).
+template <class T>
+int resident_clusters(const Plan& p) {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = kClusterBlocks;
+  attr.val.clusterDim.y = 1;
+  attr.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(p.clusters * kClusterBlocks);
+  config.blockDim = dim3(kStepThreads);
+  config.dynamicSmemBytes = p.smem;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(&rollout_cluster_kernel<T>), &config));
+  return n;
+}
+
+// The clusters and the shared memory per block. By default one game a block (ceil(N / 8)
+// clusters) where the device holds that many clusters at once, else the most clusters it holds
+// (more rows, so more shared memory, each): the blocks of a cluster wait for each other every
+// step, so one-game blocks make the shortest step, and a cluster left waiting for room would
+// run its whole rollout after the others.
+template <class T>
+Plan plan_for(int N, int H, unsigned clusters = 0) {
+  const size_t width = (size_t(H) + kClusterBlocks - 1) / kClusterBlocks, limit = smem_limit();
+  const auto with = [&](int k) {
+    Plan p;
+    p.clusters = unsigned(std::clamp(k, 1, N));
+    p.smem = (width + (size_t(N) + p.clusters - 1) / p.clusters) * smem_stride(unsigned(H)) * sizeof(T);
+    return p;
+  };
+  if (clusters) {
+    const Plan p = with(int(clusters));
+    return p.smem <= limit ? p : Plan{};
+  }
+  if (limit == 0) return Plan{};
+  allow_smem<T>(limit);
+  for (int k = (N + int(kClusterBlocks) - 1) / int(kClusterBlocks); k >= 1; --k) {
+    const Plan p = with(k);
+    if (p.smem <= limit && resident_clusters<T>(p) >= k) return p;
+  }
+  return Plan{};
+}
+
 template <class T>
 void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const T* X, const T* W, int steps,
                     cudaStream_t stream, unsigned clusters) {
   const Plan p = plan_for<T>(first.N, first.H, clusters);
-  if (p.smem > smem_limit())
-    throw std::invalid_argument("rollout_cluster_cuda: hidden " + std::to_string(first.H) + " needs " +
-                                std::to_string(p.smem) + " bytes of shared memory per block; the device has " +
-                                std::to_string(smem_limit()));
-  // Not a stream operation: allowed while the stream captures.
-  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&rollout_cluster_kernel<T>),
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(p.smem)));
+  if (p.clusters == 0)
+    throw std::invalid_argument("rollout_cluster_cuda: " + std::to_string(first.N) + " games at hidden " +
+                                std::to_string(first.H) + " need more shared memory per block than the " +
+                                std::to_string(smem_limit()) + " bytes the device has, or clusters it cannot hold");
+  allow_smem<T>(smem_limit());
   launch_cluster(rollout_cluster_kernel<T>, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
                  kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, rollout_step_vec(first));
 }
@@ -180,8 +207,7 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
 
 bool rollout_cluster_fits(int N, int H, bool bf16) {
   if (!linear_forward_takes_few_rows(N, H, H, false)) return false;
-  const size_t need = bf16 ? plan_for<Bf16>(N, H).smem : plan_for<float>(N, H).smem;
-  return need <= smem_limit();
+  return (bf16 ? plan_for<Bf16>(N, H) : plan_for<float>(N, H)).clusters > 0;
 }
 
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,

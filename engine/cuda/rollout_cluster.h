@@ -25,7 +25,8 @@ bool rollout_cluster_fits(int N, int H, bool bf16);
 // Steps 0..steps-1 from step 0's views `first` (rollout_step_at(r, 0)): per step a1 = h1 W1^T
 // (on the bf16 copies when first.p.fc1_w_bf16 is set), then the fused step. Throws
 // std::invalid_argument for a shape rollout_step_cuda refuses, or one that does not fit.
-// `clusters` (tests): that many clusters, at most N, instead of one block per SM.
+// `clusters` (tests): that many clusters, at most N, instead of the plan (one game a block where
+// the device holds that many clusters at once, else the most clusters it holds).
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
                           unsigned clusters = 0);
 
