@@ -55,6 +55,26 @@ def bench_kernels(kit):
                                    doc.get("sgemm_gflops", 0)), res.seconds, res.log)
 
 
+def rollout_latency(kit):
+    """The rollout alone, microseconds per game step, per way of running it (bench_rollout_cuda:
+    eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), small preset."""
+    name = "bench_rollout_cuda (us per step, small)"
+    if not kit.have("bench_rollout_cuda"):
+        return kit.not_run(name, "the build failed")
+    path = os.path.join(kit.tmp("bench"), "rollout.json")
+    repeats = "5" if kit.quick else "20"
+    res = kit.run.run("bench-rollout", [kit.bin("bench_rollout_cuda"), "--preset", "small", "--repeats", repeats,
+                                        "--json", path], 300)
+    if res is None or not res.ok:
+        return kit.from_result(name, res, "")
+    try:
+        rows = {r["mode"]: r["us_per_step"] for r in _load(path)["rows"]}
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        return kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
+    kit.data["rollout_us_per_step"] = rows
+    return kit.record(name, "pass", ", ".join("%s %.1f" % (m, us) for m, us in rows.items()), res.seconds, res.log)
+
+
 # bench_epoch variants: (row name, executor, extra flags, key suffix in the JSON's figures).
 EPOCH_VARIANTS = (("eager", "eager", [], "_eager"), ("graph", "graph", [], ""),
                   ("graph TF32", "graph", ["--precision", "tf32"], "_tf32"),

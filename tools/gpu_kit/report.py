@@ -71,6 +71,10 @@ def markdown(doc):
             p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(unrolled.get(p)),
             _fmt(cluster.get(p)), _fmt(cluster_bf16.get(p)), _fmt(grpo.get(p)), _fmt(steps.get(p), "%.3g"),
             _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
+    roll = doc.get("rollout_us_per_step")
+    if roll:
+        lines += ["", "## The rollout alone, microseconds per game step (small preset, bench_rollout_cuda)", "",
+                  "| mode | us/step |", "| --- | --- |"] + ["| %s | %.2f |" % (m, us) for m, us in roll.items()]
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",

@@ -1,0 +1,166 @@
+// The rollout alone (games_reset, the trunk of step 0 and the T steps, as CudaOps::rollout runs
+// it in an epoch), per game step: the small preset's 200 steps of 136 games at hidden 512 (or the
+// reference's 100 of 544 at 2048) the ways the CUDA executor can run them: eager (a product and
+// the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop,
+// and the cluster kernel (--cluster-rollout), in fp32 and bf16. CUDA events around whole
+// rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
+// bench/README.md (issue 16 item 1). --json writes the rows. On the SIMT build the "device" is
+// the CPU emulator: each mode runs once at a tiny shape as a smoke test, timings are not taken.
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "bench/device_ceiling.h"
+#include "bench/parse_flags.h"
+#include "core/cuda_check.h"
+#include "core/cuda_resources.h"
+#include "engine/cuda/ops.h"
+#include "engine/cuda/rollout_cluster.h"
+#include "engine/executor.h"
+#include "engine/step.h"
+
+namespace {
+
+using namespace grpo;
+
+struct Mode {
+  const char* name;
+  bool graph, loop, cluster;
+  Precision precision;
+};
+
+constexpr Mode kModes[] = {
+    {"eager", false, false, false, Precision::Fp32},
+    {"graph, steps unrolled", true, false, false, Precision::Fp32},
+    {"graph, WHILE loop", true, true, false, Precision::Fp32},
+    {"graph, cluster kernel", true, true, true, Precision::Fp32},
+    {"graph, WHILE loop, bf16", true, true, false, Precision::Bf16},
+    {"graph, cluster kernel, bf16", true, true, true, Precision::Bf16},
+};
+
+// One mode on its own buffers: the run's initial parameters, a zeroed arena (epoch 0).
+struct Bench {
+  TrainConfig c;
+  cuda::DeviceArray<float> slabs;
+  cuda::DeviceArray<std::byte> arena;
+  Blas blas;
+  cuda::Stream stream;
+  CudaOps ops;
+  StepBuffers b;
+  Ops::Rollout r;
+  cuda::Graph graph;
+  cuda::GraphExec exec;
+
+  Bench(const TrainConfig& cfg, const Mode& m)
+      : c(cfg),
+        slabs(cuda::device_array<float>(initial_state(cfg).slabs.size())),
+        arena(cuda::device_array<std::byte>(ArenaLayout(cfg).total)),
+        blas(BlasOptions{cfg.precision}),
+        stream(cuda::make_stream(cudaStreamNonBlocking)),
+        ops(cfg.game, cfg.batch_size, blas, stream.get()) {
+    const RunState s = initial_state(c);
+    CUDA_CHECK(cudaMemcpy(slabs.get(), s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemset(arena.get(), 0, ArenaLayout(c).total));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    ops.set_rollout_loop(m.loop);
+    ops.set_rollout_cluster(m.cluster);
+    b = StepBuffers::over(slabs.get(), arena.get(), c);
+    if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(c.hidden_size) * c.hidden_size);
+    r = Ops::Rollout{b.p,       b.acts,      b.obs,     b.actions,   b.rewards,    b.games, c.seed, &b.scalars->epoch,
+                     c.dropout, c.max_steps, c.games(), c.obs_dim(), c.hidden_size};
+    ops.rollout(r);  // eager first: every cuBLAS shape is met outside a capture
+    if (m.graph) {
+      cudaGraph_t g = nullptr;
+      CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeGlobal));
+      ops.rollout(r);
+      CUDA_CHECK(cudaStreamEndCapture(stream.get(), &g));
+      graph.reset(g);
+      cudaGraphExec_t e = nullptr;
+      CUDA_CHECK(cudaGraphInstantiate(&e, g, 0));
+      exec.reset(e);
+    }
+    CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+  }
+  void run() {
+    if (exec)
+      CUDA_CHECK(cudaGraphLaunch(exec.get(), stream.get()));
+    else
+      ops.rollout(r);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_rollout_cuda: the rollout alone, microseconds per game step, per way of running it"};
+  std::string preset = "small", json_path;
+  int repeats = 20;
+  app.add_option("--preset", preset, "small (200 steps of 136 games, hidden 512) or reference (100 of 544, 2048)")
+      ->check(CLI::IsMember({"small", "reference"}));
+  app.add_option("--repeats", repeats, "timed rollouts per mode (median)")->check(CLI::Range(1, 1000));
+  app.add_option("--json", json_path, "also write the rows as JSON");
+  if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_rollout_cuda")) return *code;
+  try {
+    TrainConfig base;
+    if (preset == "small") base.apply_small_preset();
+#if defined(GRPO_SIMT)
+    std::printf(
+        "bench_rollout_cuda: SIMT build: the device is the CPU emulator, timings are meaningless;\n"
+        "running each mode once at hidden 32, 4 steps as a smoke test.\n");
+    (void)repeats;
+    base.hidden_size = 32, base.batch_size = 1, base.max_steps = 4;
+#endif
+    base.validate();
+    nlohmann::json rows = nlohmann::json::array();
+    std::printf("%-30s %12s %12s   (%d steps of %d games, hidden %d)\n", "mode", "us/step", "ms/rollout",
+                base.max_steps, base.games(), base.hidden_size);
+    for (const Mode& m : kModes) {
+      TrainConfig c = base;
+      c.precision = m.precision;
+      if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16)) {
+        std::printf("%-30s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
+                    c.hidden_size);
+        continue;
+      }
+      Bench bench(c, m);
+#if defined(GRPO_SIMT)
+      bench.run();
+      CUDA_CHECK(cudaStreamSynchronize(bench.stream.get()));
+      std::printf("%-30s %12s   ran once\n", m.name, "-");
+#else
+      const double ms = bench::event_median_ms(bench.stream.get(), repeats, [&] { bench.run(); });
+      const double us_step = ms * 1e3 / c.max_steps;
+      std::printf("%-30s %12.2f %12.3f\n", m.name, us_step, ms);
+      rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
+#endif
+    }
+    if (!json_path.empty()) {
+      int dev = 0;
+      cudaDeviceProp prop{};
+      CUDA_CHECK(cudaGetDevice(&dev));
+      CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+      std::ofstream f(json_path);
+      if (!f) return std::fprintf(stderr, "bench_rollout_cuda: error: cannot write %s\n", json_path.c_str()), 1;
+      f << nlohmann::json{{"bench", "bench_rollout_cuda"},
+                          {"device", prop.name},
+                          {"preset", preset},
+                          {"steps", base.max_steps},
+                          {"games", base.games()},
+                          {"hidden", base.hidden_size},
+                          {"rows", rows}}
+               .dump(2)
+        << "\n";
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_rollout_cuda: fatal: %s\n", e.what());
+    return 1;
+  }
+}
