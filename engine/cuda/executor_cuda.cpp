@@ -14,6 +14,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "engine/cuda/ops.h"
+#include "engine/cuda/rollout_cluster.h"
 #include "core/errors.h"
 #include "engine/executor.h"
 #include "engine/metrics_ring.h"
@@ -60,7 +61,22 @@ class CudaExecutor final : public Executor {
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) name = p.name;
     return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch" : " (eager, --no-graph") +
            (cfg_.precision == Precision::Fp32 ? "" : std::string(", ") + precision_name(cfg_.precision)) +
-           (cfg_.rollout_cluster ? ", --cluster-rollout)" : ")");
+           cluster_note() + ")";
+  }
+
+  // --cluster-rollout as the run takes it: the kernel where the shape fits, else why not.
+  std::string cluster_note() const {
+    if (!cfg_.rollout_cluster) return "";
+    const bool bf16 = cfg_.precision == Precision::Bf16;
+    if (cfg_.precision == Precision::Tf32) return ", --cluster-rollout not taken: TF32 products stay on cuBLASLt";
+    if (!linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size, false))
+      return ", --cluster-rollout not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
+             std::to_string(cfg_.hidden_size) + " (it takes 1-" + std::to_string(kFewRowsMax) +
+             " games, hidden from 32)";
+    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, bf16))
+      return ", --cluster-rollout not taken: the device runs no clusters, or a block's share of fc1 does not fit its "
+             "shared memory";
+    return ", cluster rollout";
   }
 
   bool on_device() const override { return true; }

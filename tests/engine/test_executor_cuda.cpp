@@ -95,5 +95,23 @@ TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
   EXPECT_EQ(cluster_nodes, loop_nodes - 2 - 3) << "the loop's count holds its body's two nodes";
 }
 
+// The run says whether --cluster-rollout was taken, and why not where the shape is not the
+// kernel's: fewer than 32 columns, or TF32 (whose product stays on cuBLASLt).
+TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
+  GRPO_REQUIRE_DEVICE();
+  const auto info = [](const std::string& flags) {
+    const std::string cmd = std::string(GRPO_BINARY_DIR) + "/grpo info --graph --batch-size 1 --max-steps 2 " + flags +
+                            " --cluster-rollout 2>&1";
+    std::string out;
+    EXPECT_EQ(command_output(cmd, out), 0) << out;
+    return out;
+  };
+  EXPECT_NE(info("--hidden-size 32").find(", cluster rollout)"), std::string::npos);
+  const std::string narrow = info("--hidden-size 20");
+  EXPECT_NE(narrow.find("--cluster-rollout not taken: 17 games at hidden 20"), std::string::npos) << narrow;
+  const std::string tf32 = info("--hidden-size 32 --precision tf32");
+  EXPECT_NE(tf32.find("--cluster-rollout not taken: TF32"), std::string::npos) << tf32;
+}
+
 }  // namespace
 }  // namespace grpo::test
