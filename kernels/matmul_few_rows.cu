@@ -4,7 +4,9 @@
 // 136 x 512 is 9 x 16 = 144 blocks: every SM busy, W read once per row tile (from L2 after the
 // first), X once per column tile. The K dimension goes through shared memory 32 at a time; each
 // of the 256 threads sums two outputs (rows r and r + 8 of its column) in ascending k with fmaf,
-// so a result does not depend on the schedule: graph replays and eager runs agree bit for bit.
+// four k of each operand per shared-memory load. A result does not depend on the schedule: graph
+// replays and eager runs agree bit for bit, and so does the cluster rollout's product
+// (engine/cuda/rollout_cluster.cu), which runs the same chains.
 // The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
 // fp32 tiles and sums the same way: half the bytes of W from L2.
 #include <stdexcept>
@@ -31,9 +33,10 @@ __global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T*
     X += s * size_t(M) * K;
     Y += s * size_t(M) * N;
   }
-  // +1: the column read ws[c][k] of a warp's 32 threads hits 32 different banks.
-  __shared__ float xs[kTileRows][kTileK + 1];
-  __shared__ float ws[kTileCols][kTileK + 1];
+  // Rows of kTileK + 4 floats: 16-byte aligned, and the four-float reads ws[c][k..k+3] of a
+  // warp's 32 columns fall on different banks within each quarter-warp (one wavefront each).
+  __shared__ __align__(16) float xs[kTileRows][kTileK + 4];
+  __shared__ __align__(16) float ws[kTileCols][kTileK + 4];
   const int row0 = blockIdx.y * kTileRows, col0 = blockIdx.x * kTileCols;
   const int tid = threadIdx.x, c = tid % kTileCols, r = tid / kTileCols;  // r in 0..7
   float acc0 = 0.f, acc1 = 0.f;
@@ -47,11 +50,15 @@ __global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T*
       ws[i / kTileK][i % kTileK] = gn < N && gk < K ? widen(W[size_t(gn) * K + gk]) : 0.f;
     }
     __syncthreads();
-#pragma unroll 8
-    for (int k = 0; k < kTileK; ++k) {
-      const float w = ws[c][k];
-      acc0 = fmaf(xs[r][k], w, acc0);
-      acc1 = fmaf(xs[r + 8][k], w, acc1);
+#pragma unroll 2
+    for (int k = 0; k < kTileK; k += 4) {  // k ascending, one fmaf chain per output
+      const float4 w = *reinterpret_cast<const float4*>(&ws[c][k]);
+      const float4 x0 = *reinterpret_cast<const float4*>(&xs[r][k]);
+      const float4 x1 = *reinterpret_cast<const float4*>(&xs[r + 8][k]);
+      acc0 = fmaf(x0.x, w.x, acc0), acc1 = fmaf(x1.x, w.x, acc1);
+      acc0 = fmaf(x0.y, w.y, acc0), acc1 = fmaf(x1.y, w.y, acc1);
+      acc0 = fmaf(x0.z, w.z, acc0), acc1 = fmaf(x1.z, w.z, acc1);
+      acc0 = fmaf(x0.w, w.w, acc0), acc1 = fmaf(x1.w, w.w, acc1);
     }
     __syncthreads();
   }
