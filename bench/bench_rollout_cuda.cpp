@@ -60,7 +60,7 @@ struct Bench {
 
   Bench(const TrainConfig& cfg, const Mode& m)
       : c(cfg),
-        slabs(cuda::device_array<float>(initial_state(cfg).slabs.size())),
+        slabs(cuda::device_array<float>(4 * ParamLayout(cfg.hidden_size, cfg.obs_dim()).total)),
         arena(cuda::device_array<std::byte>(ArenaLayout(cfg).total)),
         blas(BlasOptions{cfg.precision}),
         stream(cuda::make_stream(cudaStreamNonBlocking)),

@@ -22,14 +22,11 @@ inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
 #endif
 }
 
-// The same with the blocks in thread-block clusters of `cluster` blocks along x (sm_90; grid.x a
-// multiple of cluster, at most 8): the blocks of a cluster are co-scheduled and may wait for
-// each other (core/cluster.cuh).
-template <class... P, class... A>
-inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                           unsigned cluster, A&&... args) {
-#if defined(__CUDACC__)
-  cudaLaunchAttribute attr{};
+// A launch of clusters of `cluster` blocks along x, for cudaLaunchKernelEx and
+// cudaOccupancyMaxActiveClusters; the configuration points at `attr`, which the caller keeps.
+inline cudaLaunchConfig_t cluster_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, unsigned cluster,
+                                         cudaLaunchAttribute& attr) {
+  attr = cudaLaunchAttribute{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim.x = cluster;
   attr.val.clusterDim.y = 1;
@@ -41,6 +38,18 @@ inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t s
   config.stream = stream;
   config.attrs = &attr;
   config.numAttrs = 1;
+  return config;
+}
+
+// The same with the blocks in thread-block clusters of `cluster` blocks along x (sm_90; grid.x a
+// multiple of cluster, at most 8): the blocks of a cluster are co-scheduled and may wait for
+// each other (core/cluster.cuh).
+template <class... P, class... A>
+inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                           unsigned cluster, A&&... args) {
+#if defined(__CUDACC__)
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config = cluster_config(grid, block, smem, stream, cluster, attr);
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
 #elif defined(GRPO_SIMT)
   CUDA_CHECK(::simt::launch_cluster(kernel, grid, block, smem, stream, cluster, std::forward<A>(args)...));

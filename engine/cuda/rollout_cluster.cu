@@ -9,8 +9,10 @@
 // adds, absent here): the sums of kernels/matmul_few_rows.cu, and the row-local part is the same
 // function as rollout_step.cu's, so a run is the stepwise one bit for bit.
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "core/cluster.cuh"
 #include "core/launch.h"
@@ -147,17 +149,9 @@ void allow_smem(size_t limit) {
 // share a GPC, so it can be fewer than SMs / 8).
 template <class T>
 int resident_clusters(const Plan& p) {
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = kClusterBlocks;
-  attr.val.clusterDim.y = 1;
-  attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(p.clusters * kClusterBlocks);
-  config.blockDim = dim3(kStepThreads);
-  config.dynamicSmemBytes = p.smem;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config =
+      cluster_config(dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, nullptr, kClusterBlocks, attr);
   int n = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(&rollout_cluster_kernel<T>), &config));
   return n;
@@ -167,9 +161,11 @@ int resident_clusters(const Plan& p) {
 // clusters) where the device holds that many clusters at once, else the most clusters it holds
 // (more rows, so more shared memory, each): the blocks of a cluster wait for each other every
 // step, so one-game blocks make the shortest step, and a cluster left waiting for room would
-// run its whole rollout after the others.
+// run its whole rollout after the others. Worked out once per device and shape (the occupancy
+// queries are not free, and an eager run asks at every epoch), which also sets the kernel's
+// shared-memory limit on that device.
 template <class T>
-Plan plan_for(int N, int H, unsigned clusters = 0) {
+Plan plan_uncached(int N, int H, unsigned clusters) {
   const size_t width = (size_t(H) + kClusterBlocks - 1) / kClusterBlocks, limit = smem_limit();
   const auto with = [&](int k) {
     Plan p;
@@ -177,17 +173,27 @@ Plan plan_for(int N, int H, unsigned clusters = 0) {
     p.smem = (width + (size_t(N) + p.clusters - 1) / p.clusters) * smem_stride(unsigned(H)) * sizeof(T);
     return p;
   };
+  if (limit == 0) return Plan{};
+  allow_smem<T>(limit);
   if (clusters) {
     const Plan p = with(int(clusters));
     return p.smem <= limit ? p : Plan{};
   }
-  if (limit == 0) return Plan{};
-  allow_smem<T>(limit);
   for (int k = (N + int(kClusterBlocks) - 1) / int(kClusterBlocks); k >= 1; --k) {
     const Plan p = with(k);
     if (p.smem <= limit && resident_clusters<T>(p) >= k) return p;
   }
   return Plan{};
+}
+
+template <class T>
+Plan plan_for(int N, int H, unsigned clusters = 0) {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  static std::map<std::tuple<int, int, int, unsigned>, Plan> plans;
+  const auto key = std::make_tuple(dev, N, H, clusters);
+  const auto it = plans.find(key);
+  return it != plans.end() ? it->second : plans.emplace(key, plan_uncached<T>(N, H, clusters)).first->second;
 }
 
 template <class T>
@@ -198,7 +204,6 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
     throw std::invalid_argument("rollout_cluster_cuda: " + std::to_string(first.N) + " games at hidden " +
                                 std::to_string(first.H) + " need more shared memory per block than the " +
                                 std::to_string(smem_limit()) + " bytes the device has, or clusters it cannot hold");
-  allow_smem<T>(smem_limit());
   launch_cluster(rollout_cluster_kernel<T>, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
                  kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, rollout_step_vec(first));
 }
