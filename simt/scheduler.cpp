@@ -116,8 +116,8 @@ struct Thread {
 };
 
 const char* op_name(WarpOp op) {
-  static const char* names[] = {"__syncwarp",      "__shfl_sync",   "__shfl_up_sync", "__shfl_down_sync",
-                                "__shfl_xor_sync", "__ballot_sync", "__any_sync",     "__all_sync"};
+  static const char* names[] = {"__syncwarp",    "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+                                "__ballot_sync", "__any_sync",  "__all_sync",     "mma.sync"};
   return names[static_cast<int>(op)];
 }
 
@@ -224,6 +224,14 @@ void complete_collective(Thread& t) {
   Thread* lanes = &g_cur->threads[t.warp * 32];
   const unsigned mask = t.mask;
   const int w = t.width;
+  if (t.op == WarpOp::Mma) {  // warp_collective checked that the mask is the whole warp
+    MmaLane* operands[32];
+    for (unsigned j = 0; j < 32; ++j) operands[j] = reinterpret_cast<MmaLane*>(lanes[j].value);
+    mma_m16n8k16_bf16_warp(operands);
+    for (unsigned j = 0; j < 32; ++j) lanes[j].state = State::Ready;
+    san_collective(t.warp, mask);
+    return;
+  }
   uint64_t ballot = 0;
   for (unsigned j = 0; j < 32; ++j)
     if (((mask >> j) & 1u) && lanes[j].value) ballot |= 1ull << j;
@@ -273,6 +281,8 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
   t.state = State::Warp;
   if (!((mask >> t.lane) & 1u))
     block_fatal(where(t) + " called " + state_of(t) + " with a mask that does not include its own lane", true);
+  if (op == WarpOp::Mma && mask != 0xffffffffu)
+    block_fatal(where(t) + " " + state_of(t) + ": an .aligned mma needs every lane of the warp", true);
   if (width < 1 || width > 32 || (width & (width - 1)))
     block_fatal(where(t) + ": width " + std::to_string(width) + " is not a power of two <= 32 " + state_of(t), true);
   bool complete = true;

@@ -57,11 +57,22 @@ struct KernelLaunch {
 };
 cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream);
 
-enum class WarpOp : int { Sync, Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All };
+enum class WarpOp : int { Sync, Shfl, ShflUp, ShflDown, ShflXor, Ballot, Any, All, Mma };
 // Blocks the calling lane until every lane of `mask` reached the same op with the same mask;
 // returns the source lane's payload (shuffles) or the ballot of the predicates (votes).
 uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line);
 void syncthreads(const char* file, int line);
+// One lane's operands and result of a warp's mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// (core/mma.cuh): A's four and B's two registers of bf16 pairs, C's and D's four floats.
+struct MmaLane {
+  uint32_t a[4], b[2];
+  float c[4], d[4];
+};
+// Blocks until all 32 lanes of the warp called it from the same op, then every lane's d holds its
+// part of D = A B + C (mma.cpp: the fragment layout and the order of the sums).
+void mma_m16n8k16_bf16(MmaLane& lane, const char* file, int line);
+// What the collective computes, from the 32 lanes' operands in lane order (scheduler.cpp calls it).
+void mma_m16n8k16_bf16_warp(MmaLane* const lanes[32]);
 // The cluster barrier (kernels/cluster.cuh): blocks the calling thread until every thread of
 // every block of its cluster reached the same one. Also a barrier of the thread's own block.
 void cluster_sync(const char* file, int line);
