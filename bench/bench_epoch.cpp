@@ -125,8 +125,9 @@ int main(int argc, char** argv) {
   std::string rollout_cluster = "off";
   app.add_option("--cluster-rollout", rollout_cluster,
                  "on: the whole rollout as one kernel of thread-block clusters where it fits (grpo train "
-                 "--cluster-rollout); off: the default")
-      ->check(CLI::IsMember({"on", "off"}));
+                 "--cluster-rollout); mma: with its product on bf16 tensor cores (--cluster-rollout-mma, needs "
+                 "--precision bf16); off: the default")
+      ->check(CLI::IsMember({"on", "mma", "off"}));
   app.add_option("--json", json_path, "also write the results as JSON to this file");
   if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_epoch")) return *code;
 
@@ -141,7 +142,8 @@ int main(int argc, char** argv) {
   }
   c.precision = tf32 ? Precision::Tf32 : *parse_precision(precision);
   c.rollout_loop = rollout_loop == "on";
-  c.rollout_cluster = rollout_cluster == "on";
+  c.rollout_cluster = rollout_cluster != "off";
+  c.rollout_cluster_mma = rollout_cluster == "mma";
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -162,7 +164,8 @@ int main(int argc, char** argv) {
                 {"updates_per_epoch", c.algo == Algo::Grpo ? c.ppo_epochs * c.minibatches : 1},
                 {"precision", precision_name(c.precision)},
                 {"rollout_loop", c.rollout_loop},
-                {"rollout_cluster", c.rollout_cluster}}},
+                {"rollout_cluster", c.rollout_cluster},
+                {"rollout_cluster_mma", c.rollout_cluster_mma}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},

@@ -2,7 +2,8 @@
 // it in an epoch), per game step: the small preset's 200 steps of 136 games at hidden 512 (or the
 // reference's 100 of 544 at 2048) the ways the CUDA executor can run them: eager (a product and
 // the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop,
-// and the cluster kernel (--cluster-rollout), in fp32 and bf16. CUDA events around whole
+// and the cluster kernel (--cluster-rollout), in fp32 and bf16, and in bf16 with its product on
+// tensor cores (--cluster-rollout-mma). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
 // bench/README.md (issue 16 item 1). --json writes the rows. On the SIMT build the "device" is
 // the CPU emulator: each mode runs once at a tiny shape as a smoke test, timings are not taken.
@@ -34,6 +35,7 @@ struct Mode {
   const char* name;
   bool graph, loop, cluster;
   Precision precision;
+  bool mma = false;  // the cluster kernel's product on tensor cores
 };
 
 constexpr Mode kModes[] = {
@@ -43,6 +45,7 @@ constexpr Mode kModes[] = {
     {"graph, cluster kernel", true, true, true, Precision::Fp32},
     {"graph, WHILE loop, bf16", true, true, false, Precision::Bf16},
     {"graph, cluster kernel, bf16", true, true, true, Precision::Bf16},
+    {"graph, cluster kernel, bf16 mma", true, true, true, Precision::Bf16, true},
 };
 
 // One mode on its own buffers: the run's initial parameters, a zeroed arena (epoch 0).
@@ -70,7 +73,7 @@ struct Bench {
     CUDA_CHECK(cudaMemset(arena.get(), 0, ArenaLayout(c).total));
     CUDA_CHECK(cudaDeviceSynchronize());
     ops.set_rollout_loop(m.loop);
-    ops.set_rollout_cluster(m.cluster);
+    ops.set_rollout_cluster(m.cluster, m.mma);
     b = StepBuffers::over(slabs.get(), arena.get(), c);
     if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(c.hidden_size) * c.hidden_size);
     r = Ops::Rollout{b.p,       b.acts,      b.obs,     b.actions,   b.rewards,    b.games, c.seed, &b.scalars->epoch,
@@ -119,13 +122,14 @@ int main(int argc, char** argv) {
 #endif
     base.validate();
     nlohmann::json rows = nlohmann::json::array();
-    std::printf("%-30s %12s %12s   (%d steps of %d games, hidden %d)\n", "mode", "us/step", "ms/rollout",
+    std::printf("%-34s %12s %12s   (%d steps of %d games, hidden %d)\n", "mode", "us/step", "ms/rollout",
                 base.max_steps, base.games(), base.hidden_size);
     for (const Mode& m : kModes) {
       TrainConfig c = base;
       c.precision = m.precision;
-      if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16)) {
-        std::printf("%-30s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
+      if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16,
+                                             m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma)) {
+        std::printf("%-34s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
                     c.hidden_size);
         continue;
       }
@@ -133,11 +137,11 @@ int main(int argc, char** argv) {
 #if defined(GRPO_SIMT)
       bench.run();
       CUDA_CHECK(cudaStreamSynchronize(bench.stream.get()));
-      std::printf("%-30s %12s   ran once\n", m.name, "-");
+      std::printf("%-34s %12s   ran once\n", m.name, "-");
 #else
       const double ms = bench::event_median_ms(bench.stream.get(), repeats, [&] { bench.run(); });
       const double us_step = ms * 1e3 / c.max_steps;
-      std::printf("%-30s %12.2f %12.3f\n", m.name, us_step, ms);
+      std::printf("%-34s %12.2f %12.3f\n", m.name, us_step, ms);
       rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
 #endif
     }

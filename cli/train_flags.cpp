@@ -82,6 +82,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_flag("--cluster-rollout", c.rollout_cluster,
                "cuda: run the whole rollout as one kernel of thread-block clusters (sm_90) where the small "
                "product fits; the same run bit for bit");
+  app.add_flag("--cluster-rollout-mma", c.rollout_cluster_mma,
+               "cuda: --cluster-rollout with fc1's product on bf16 tensor cores (mma.sync; needs --precision bf16); "
+               "the sums round differently from the steps' in the last places");
   auto* precision =
       app.add_option_function<std::string>(
              "--precision", [&c](const std::string& v) { c.precision = *parse_precision(v); },

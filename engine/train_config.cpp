@@ -38,6 +38,8 @@ void TrainConfig::validate() const {
   require(std::isfinite(kl_beta) && kl_beta >= 0.f && kl_beta <= 100.f, "--kl-beta must be in [0, 100]");
   require(algo != Algo::Grpo || int64_t{max_steps} * batch_size >= 2,
           "--algo grpo needs --max-steps x --batch-size >= 2 (each group's rewards need a standard deviation)");
+  require(!rollout_cluster_mma || precision == Precision::Bf16,
+          "--cluster-rollout-mma needs --precision bf16 (the tensor cores multiply bf16 operands)");
   require(patience >= 0, "--patience must be >= 0 (0 disables early stopping)");
   require(checkpoint_every == -1 || checkpoint_every >= 1,
           "--save-checkpoint-per-num-epoch must be -1 (only at the end) or >= 1");

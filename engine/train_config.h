@@ -55,6 +55,10 @@ struct TrainConfig {
   // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off by default until a GPU has
   // timed it against the loop.
   bool rollout_cluster = false;
+  // The cluster kernel's product on bf16 tensor cores (mma.sync; implies rollout_cluster, needs
+  // Precision::Bf16). Not the steps' bits on a GPU: the tensor cores round their sums their own
+  // way, a few units in the last place (--cluster-rollout-mma; bench_epoch --cluster-rollout mma).
+  bool rollout_cluster_mma = false;
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl
   // --profile-epochs A:B: cudaProfilerStart before epoch A, cudaProfilerStop after epoch B

@@ -63,6 +63,7 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   c.use_graph = f.use_graph;
   c.rollout_loop = f.rollout_loop;
   c.rollout_cluster = f.rollout_cluster;
+  c.rollout_cluster_mma = f.rollout_cluster_mma;
   // The numbers a run computes: a bf16 run resumed without the flag stays bf16.
   if (given("--precision") || given("--tf32")) c.precision = f.precision;
   c.out_dir = given("--out") ? f.out_dir : default_out;

@@ -49,7 +49,7 @@ class CudaExecutor final : public Executor {
     blas_ = std::make_unique<Blas>(BlasOptions{c.precision});
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_rollout_loop(c.rollout_loop);
-    ops_->set_rollout_cluster(c.rollout_cluster);
+    ops_->set_rollout_cluster(c.rollout_cluster || c.rollout_cluster_mma, c.rollout_cluster_mma);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
   }
@@ -64,19 +64,21 @@ class CudaExecutor final : public Executor {
            cluster_note() + ")";
   }
 
-  // --cluster-rollout as the run takes it: the kernel where the shape fits, else why not.
+  // --cluster-rollout (-mma) as the run takes it: the kernel where the shape fits, else why not.
   std::string cluster_note() const {
-    if (!cfg_.rollout_cluster) return "";
-    const bool bf16 = cfg_.precision == Precision::Bf16;
-    if (cfg_.precision == Precision::Tf32) return ", --cluster-rollout not taken: TF32 products stay on cuBLASLt";
+    if (!cfg_.rollout_cluster && !cfg_.rollout_cluster_mma) return "";
+    const bool bf16 = cfg_.precision == Precision::Bf16, mma = cfg_.rollout_cluster_mma;
+    const std::string flag = mma ? "--cluster-rollout-mma" : "--cluster-rollout";
+    if (cfg_.precision == Precision::Tf32) return ", " + flag + " not taken: TF32 products stay on cuBLASLt";
     if (!linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size, false))
-      return ", --cluster-rollout not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
+      return ", " + flag + " not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
              std::to_string(cfg_.hidden_size) + " (it takes 1-" + std::to_string(kFewRowsMax) +
              " games, hidden from 32)";
-    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, bf16))
-      return ", --cluster-rollout not taken: the device runs no clusters, or a block's share of fc1 does not fit its "
-             "shared memory";
-    return ", cluster rollout";
+    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, bf16,
+                              mma ? ClusterProduct::TensorCores : ClusterProduct::Fma))
+      return ", " + flag +
+             " not taken: the device runs no clusters, or a block's share of fc1 does not fit its shared memory";
+    return mma ? ", cluster rollout on tensor cores" : ", cluster rollout";
   }
 
   bool on_device() const override { return true; }

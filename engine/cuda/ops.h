@@ -80,8 +80,13 @@ class CudaOps final : public Ops {
   void set_ranges(bool on) { ranges_ = on; }
   // TrainConfig::rollout_loop: off captures the rollout step by step, as eager mode runs it.
   void set_rollout_loop(bool on) { rollout_loop_ = on; }
-  // TrainConfig::rollout_cluster: the whole rollout as one cluster kernel where it fits.
-  void set_rollout_cluster(bool on) { rollout_cluster_ = on; }
+  // TrainConfig::rollout_cluster: the whole rollout as one cluster kernel where it fits;
+  // tensor_cores (TrainConfig::rollout_cluster_mma): its product on bf16 tensor cores (bf16 runs
+  // only; an fp32 run keeps the fmaf product).
+  void set_rollout_cluster(bool on, bool tensor_cores = false) {
+    rollout_cluster_ = on;
+    cluster_mma_ = tensor_cores;
+  }
 
   // What the captures since the last reset put inside loop bodies: nodes (each counted once)
   // and node runs per replay (nodes times trips).
@@ -99,6 +104,7 @@ class CudaOps final : public Ops {
   bool ranges_ = false;
   bool rollout_loop_ = true;
   bool rollout_cluster_ = false;
+  bool cluster_mma_ = false;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters
   cuda::Stream body_stream_;                   // captures the loop's body
   LoopNodes loop_nodes_;

@@ -100,7 +100,10 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--algo grpo --max-steps 1 --batch-size 1", "--algo grpo"),
         std::make_pair("--lr-schedule cosine", "--lr-schedule"), std::make_pair("--lr-schedule", "--lr-schedule"),
         std::make_pair("--precision fp16", "--precision"), std::make_pair("--precision ''", "--precision"),
-        std::make_pair("--tf32 --precision bf16", "--precision")));
+        std::make_pair("--tf32 --precision bf16", "--precision"),
+        // The tensor cores multiply bf16 operands only.
+        std::make_pair("--cluster-rollout-mma", "--cluster-rollout-mma"),
+        std::make_pair("--cluster-rollout-mma --precision tf32", "--cluster-rollout-mma")));
 
 // A configuration that cannot fit in the memory this process may use is refused before anything
 // is allocated or written (about 40 GiB: the largest the 2^31-element bound allows). A machine

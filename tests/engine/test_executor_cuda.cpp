@@ -111,6 +111,8 @@ TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
   EXPECT_NE(narrow.find("--cluster-rollout not taken: 17 games at hidden 20"), std::string::npos) << narrow;
   const std::string tf32 = info("--hidden-size 32 --precision tf32");
   EXPECT_NE(tf32.find("--cluster-rollout not taken: TF32"), std::string::npos) << tf32;
+  const std::string mma = info("--hidden-size 32 --precision bf16 --cluster-rollout-mma");
+  EXPECT_NE(mma.find(", bf16, cluster rollout on tensor cores)"), std::string::npos) << mma;
 }
 
 }  // namespace

@@ -5,6 +5,10 @@
 // arena as the stepwise run did: with one cluster (blocks playing several games each), a few, or
 // as many as the device's SMs give, at ragged and even widths, in fp32 and bf16, eagerly and
 // replayed from a graph twice. Fresh parameters each run; the seed is printed on failure.
+// With the product on bf16 tensor cores the emulator's arena is still the steps' byte for byte;
+// a GPU's sums round their own way, so there every action must agree and a1 within a few units
+// in the last place of its terms.
+#include <cmath>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -18,23 +22,55 @@ namespace {
 
 // The cluster kernel with `clusters` clusters (0: the executor's choice), after the same start
 // as Ops::rollout's.
-RolloutRun cluster_run(const GameConfig& game, unsigned clusters) {
-  return [game, clusters](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
+RolloutRun cluster_run(const GameConfig& game, unsigned clusters, ClusterProduct product = ClusterProduct::Fma) {
+  return [game, clusters, product](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
     ops.games_reset(r.games, r.seed, r.epoch, r.obs);
     policy_trunk_start(ops, r.p, r.obs, r.N, r.D, r.H, r.acts);
-    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, clusters);
+    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, clusters);
   };
 }
 
-void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters) {
+template <class T>
+std::vector<T> region(const std::vector<char>& arena, size_t offset, size_t n) {
+  std::vector<T> v(n);
+  std::memcpy(v.data(), arena.data() + offset, n * sizeof(T));
+  return v;
+}
+
+// `got` is the stepwise arena `want`: byte for byte, or, for the tensor cores on a GPU, the same
+// actions and a1 within 1e-4 (relative, or absolute below 1): two fp32 sums of the same 64 or
+// fewer exact bf16 products differ by a few units in the last place; a fragment in the wrong
+// place is off by a whole term, ~0.1-1 here.
+void expect_same_rollout(const TrainConfig& c, ClusterProduct product, const std::vector<char>& want,
+                         const std::vector<char>& got, const char* what) {
+#if !defined(GRPO_SIMT)
+  if (product == ClusterProduct::TensorCores) {
+    const ArenaLayout al(c);
+    const size_t rows = size_t(c.max_steps) * c.games(), n = rows * c.hidden_size;
+    EXPECT_EQ(region<int32_t>(got, al.actions, rows), region<int32_t>(want, al.actions, rows)) << what;
+    const std::vector<float> a = region<float>(got, al.a1, n), b = region<float>(want, al.a1, n);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-4 * (1.0 + std::fabs(b[i])))
+          << what << ": a1 row " << i / c.hidden_size << " column " << i % c.hidden_size;
+    return;
+  }
+#else
+  (void)c, (void)product;
+#endif
+  EXPECT_EQ(first_difference(want, got), want.size()) << what << ", of " << want.size();
+}
+
+void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
+                                  ClusterProduct product = ClusterProduct::Fma) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
-                                    << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
+                                    << " games, " << c.max_steps << " steps, " << precision_name(c.precision)
+                                    << (product == ClusterProduct::TensorCores ? ", tensor cores" : ""));
   c.seed = seed;
   const ArenaLayout al(c);
   const std::vector<float> slabs = random_slabs(c, seed);
   const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
-  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16));
+  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16, product));
 
   const Outcome steps = run_rollout(c, image, slabs, false);
   // The rollout ran: every action of every step was written.
@@ -44,17 +80,18 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters)
 
   for (unsigned k : clusters) {
     SCOPED_TRACE(::testing::Message() << k << " clusters (0: one block per SM)");
-    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k));
-    EXPECT_EQ(first_difference(steps.arena, eager.arena), steps.arena.size()) << "eager, of " << steps.arena.size();
+    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k, product));
+    expect_same_rollout(c, product, steps.arena, eager.arena, "eager");
   }
   // Through the executor's ops, captured: one node after games_reset and the trunk, replayed twice.
   c.rollout_cluster = true;
+  c.rollout_cluster_mma = product == ClusterProduct::TensorCores;
   const Outcome graph = run_rollout(c, image, slabs, true, 2);
-  EXPECT_EQ(first_difference(steps.arena, graph.arena), steps.arena.size()) << "replayed, of " << steps.arena.size();
+  expect_same_rollout(c, product, steps.arena, graph.arena, "replayed");
   EXPECT_EQ(graph.loop.nodes, 0u) << "no WHILE node";
   // The steps' graph: games_reset and the trunk, then the WHILE node and its counters' memset
   // and the last step's two nodes (one step: its two nodes); here the one kernel.
-  c.rollout_cluster = false;
+  c.rollout_cluster = c.rollout_cluster_mma = false;
   const Outcome stepwise_graph = run_rollout(c, image, slabs, true, 1);
   EXPECT_EQ(graph.top_nodes, stepwise_graph.top_nodes - (c.max_steps >= 2 ? 3 : 1));
 }
@@ -78,6 +115,28 @@ TEST(RolloutClusterCuda, EqualsTheStepsInBf16) {
   expect_cluster_matches_steps(c, {1, 5, 0});
 }
 
+// The product on bf16 tensor cores: one 16-row tile (12 games), and at a ragged width two tiles
+// of rows (18 games in one cluster), 5 columns a block (2 in the last), k's last pair half past H.
+TEST(RolloutClusterCuda, TensorCoreProductEqualsTheSteps) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 64;
+  c.batch_size = 4;  // 12 games
+  c.max_steps = 3;
+  c.precision = Precision::Bf16;
+  expect_cluster_matches_steps(c, {1, 5, 0}, ClusterProduct::TensorCores);
+}
+
+TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 37;
+  c.batch_size = 6;  // 18 games
+  c.max_steps = 3;
+  c.precision = Precision::Bf16;
+  expect_cluster_matches_steps(c, {1, 2, 0}, ClusterProduct::TensorCores);
+}
+
 TEST(RolloutClusterCuda, OneStepAndOneGame) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
@@ -97,10 +156,17 @@ TEST(RolloutClusterCuda, RefusesShapesOutsideTheFewRowProduct) {
   EXPECT_FALSE(rollout_cluster_fits(257, 64, true));
   EXPECT_TRUE(rollout_cluster_fits(136, 512, false));
   EXPECT_TRUE(rollout_cluster_fits(136, 512, true));
+  EXPECT_TRUE(rollout_cluster_fits(136, 512, true, ClusterProduct::TensorCores));
+  EXPECT_FALSE(rollout_cluster_fits(136, 512, false, ClusterProduct::TensorCores)) << "tensor cores take bf16 only";
   EXPECT_FALSE(rollout_cluster_fits(136, 4096, true)) << "a block's share of W1 would not fit in shared memory";
   TrainConfig c = tiny_config();  // hidden 20
   const std::vector<float> slabs = random_slabs(c, 3);
   EXPECT_THROW(run_rollout(c, poisoned_arena(c, 0), slabs, false, 1, cluster_run(c.game, 0)), std::invalid_argument);
+  c.hidden_size = 64;  // a shape it takes, but fp32 operands for the tensor cores
+  const std::vector<float> wide = random_slabs(c, 4);
+  EXPECT_THROW(
+      run_rollout(c, poisoned_arena(c, 0), wide, false, 1, cluster_run(c.game, 0, ClusterProduct::TensorCores)),
+      std::invalid_argument);
 }
 
 }  // namespace

@@ -127,6 +127,31 @@ TEST(TrainCuda, ClusterRolloutMatchesHostExecutorOverThreeEpochs) {
   expect_cuda_matches_host(c);
 }
 
+// --cluster-rollout-mma: fc1's product on bf16 tensor cores. Graph replay and eager are the same
+// run bit for bit (grpo), the host's within bf16's tolerances (the reference algorithm: a grpo
+// bf16 run at this shape, with the steps' product too, keeps the host's scores but ends three
+// epochs with parameters 0.8% apart, beyond this check's 1e-4); on the emulator (whose tensor-core sums are the fmaf
+// chains) also the stepwise run's bit for bit.
+TEST(TrainCuda, ClusterRolloutOnTensorCores) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = bf16(tiny_config());
+  c.hidden_size = 32;
+  c.rollout_cluster_mma = true;
+  expect_cuda_matches_host(c);
+  c = bf16(tiny_grpo_config());
+  c.hidden_size = 32;
+  c.batch_size = 4;
+  c.rollout_cluster_mma = true;
+  expect_graph_equals_eager(c);
+#if defined(GRPO_SIMT)
+  auto mma = make_cuda_executor(c);
+  const RunState k = run_epochs(c, *mma, 3);
+  c.rollout_cluster_mma = false;
+  auto steps = make_cuda_executor(c);
+  EXPECT_TRUE(bitwise_equal(run_epochs(c, *steps, 3), k));
+#endif
+}
+
 TEST(TrainCuda, ReplaysDrawFreshRandomNumbersEachEpoch) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();

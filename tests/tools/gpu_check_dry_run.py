@@ -52,7 +52,7 @@ expect(sorted(passed) == sorted(build + ["programs present"]),
 wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, bit for bit)",
           "cuda executor == host executor (3 epochs)", "cuda executor == host executor (3 epochs, TF32)",
           "cuda executor == host executor (3 epochs, BF16)", "bench_epoch reference graph BF16",
-          "bench_epoch small graph unrolled", "bench_rollout_cuda (us per step, small)", "bench_epoch small graph cluster", "bench_epoch small graph cluster BF16",
+          "bench_epoch small graph unrolled", "bench_rollout_cuda (us per step, small)", "bench_epoch small graph cluster", "bench_epoch small graph cluster BF16", "bench_epoch small graph cluster BF16 mma",
           "compute-sanitizer memcheck", "compute-sanitizer racecheck", "compute-sanitizer synccheck",
           "compute-sanitizer initcheck", "grpo info --graph (small)", "grpo info --graph (reference)",
           "bench_kernels_cuda (small and reference shapes)", "bench_epoch small graph", "bench_epoch reference graph",
@@ -62,7 +62,7 @@ for w in wanted:
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.
 for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racecheck", "bench_epoch --preset reference",
              "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop off",
-             "--cluster-rollout on"):
+             "--cluster-rollout on", "--cluster-rollout mma"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)
 expect(md.startswith("# GPU check: none"), "report title")
 expect("| check | result | figure | s |" in md.split("## Device")[0], "summary table before the details")

@@ -83,13 +83,15 @@ EPOCH_VARIANTS = (("eager", "eager", [], "_eager"), ("graph", "graph", [], ""),
                   ("graph cluster", "graph", ["--cluster-rollout", "on"], "_cluster"),
                   ("graph cluster BF16", "graph", ["--cluster-rollout", "on", "--precision", "bf16"],
                    "_cluster_bf16"),
+                  ("graph cluster BF16 mma", "graph", ["--cluster-rollout", "mma", "--precision", "bf16"],
+                   "_cluster_mma"),
                   ("graph grpo", "graph", ["--algo", "grpo"], "_grpo"))
 
 
 def bench_epochs(kit):
     """bench_epoch per preset and variant (eager, graph, graph with TF32 products, graph with
     fc1's products on bf16 operands, graph with the rollout unrolled, graph with the rollout as one
-    cluster kernel in fp32 and bf16, graph with --algo grpo); the peak of
+    cluster kernel in fp32, bf16 and bf16 on tensor cores, graph with --algo grpo); the peak of
     nvidia-smi's used memory while each runs (the whole GPU: the CUDA context and cuBLAS
     included). The x-floor figure is against the FP32 floor in every variant."""
     epochs, steps, peak = {}, {}, {}
@@ -133,6 +135,8 @@ def bench_epochs(kit):
     # The whole rollout as one kernel of thread-block clusters (--cluster-rollout), fp32 and bf16.
     kit.data["epochs_per_s_cluster"] = {p: epochs.get(p + "_cluster") for p in PRESETS}
     kit.data["epochs_per_s_cluster_bf16"] = {p: epochs.get(p + "_cluster_bf16") for p in PRESETS}
+    # The same with its product on bf16 tensor cores (--cluster-rollout-mma).
+    kit.data["epochs_per_s_cluster_mma"] = {p: epochs.get(p + "_cluster_mma") for p in PRESETS}
     # --algo grpo with its defaults: 4 passes over each rollout, 16 updates per epoch.
     kit.data["epochs_per_s_grpo"] = {p: epochs.get(p + "_grpo") for p in PRESETS}
     kit.data["game_steps_per_s"] = {p: steps.get(p) for p in PRESETS}

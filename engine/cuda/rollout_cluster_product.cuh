@@ -1,0 +1,128 @@
+// The cluster kernel's product (rollout_cluster.cu): a step's a1 rows of the cluster's games for
+// the block's columns of fc1, from shared memory: the cluster's h1 rows (xs, `rows` of them) and
+// the block's rows of W1 (ws, `cols` of them), each row H elements, `stride` apart.
+//
+// Two ways, each sum over k ascending from 0, plus 0 (the bias the few-row kernel adds, absent
+// here), as kernels/matmul_few_rows.cu sums:
+//   product        fmaf chains on the CUDA cores (fp32 or bf16 operands): the few-row kernel's
+//                  bits.
+//   product_mma    bf16 on the tensor cores (core/mma.cuh): the emulator's bits are the same;
+//                  a GPU's differ in the last places (the tensor cores round their own way).
+#pragma once
+#include <cstdint>
+
+#include "core/mma.cuh"
+#include "engine/cuda/rollout_step_block.cuh"
+#include "kernels/bf16.h"
+
+namespace grpo::rollout_cluster_detail {
+
+using rollout_step_detail::kStepThreads;
+
+constexpr unsigned kRowTile = 8;   // rows a thread sums at once against one column of W1
+constexpr unsigned kMmaTiles = 2;  // 8-column tiles a warp multiplies at once (independent sums)
+
+// Shared-memory rows of H elements are `stride` apart. The fmaf product: a multiple of 4 (aligned
+// four-element loads) plus 4, so that the lanes of a warp reading the same k of different rows
+// hit different banks. The tensor-core product: a multiple of 8 bf16 plus 8 (4 words mod 32), so
+// that the 8 rows x 4 words of a fragment load hit 32 different banks.
+GRPO_HD unsigned smem_stride(unsigned H, bool mma) { return mma ? (H + 7) / 8 * 8 + 8 : (H + 3) / 4 * 4 + 4; }
+
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
+// Four consecutive elements of a shared-memory row, 16-byte (fp32) or 8-byte (bf16) aligned.
+__device__ __forceinline__ void load4_smem(const float* p, float (&v)[4]) {
+  const float4 t = *reinterpret_cast<const float4*>(p);
+  v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
+}
+__device__ __forceinline__ void load4_smem(const Bf16* p, float (&v)[4]) {
+  const uint2 t = *reinterpret_cast<const uint2*>(p);
+  v[0] = to_float(Bf16{uint16_t(t.x & 0xFFFFu)}), v[1] = to_float(Bf16{uint16_t(t.x >> 16)});
+  v[2] = to_float(Bf16{uint16_t(t.y & 0xFFFFu)}), v[3] = to_float(Bf16{uint16_t(t.y >> 16)});
+}
+
+// A thread owns a column j and every sets-th row from its set, up to kRowTile at a time, and
+// walks k four at a time, so one load of W1 serves up to kRowTile fmaf and one load of a row
+// (a warp broadcast) serves four.
+template <class T>
+__device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows, unsigned cols, unsigned width,
+                                        unsigned H, float* a1, size_t first_row, unsigned c0) {
+  const unsigned stride = smem_stride(H, false), sets = max(1u, unsigned(kStepThreads) / width);
+  for (unsigned item = threadIdx.x; item < sets * width; item += kStepThreads) {
+    const unsigned j = item % width, set = item / width;
+    if (j >= cols) continue;
+    const T* w = ws + size_t(j) * stride;
+    for (unsigned r0 = set; r0 < rows; r0 += sets * kRowTile) {
+      const unsigned n = min(kRowTile, (rows - r0 + sets - 1) / sets);  // rows r0, r0 + sets, ...
+      float acc[kRowTile];
+#pragma unroll
+      for (unsigned i = 0; i < kRowTile; ++i) acc[i] = 0.f;
+      unsigned k = 0;
+      for (; k + 4 <= H; k += 4) {
+        float wv[4];
+        load4_smem(w + k, wv);
+#pragma unroll
+        for (unsigned i = 0; i < kRowTile; ++i) {
+          if (i >= n) break;
+          float xv[4];
+          load4_smem(xs + size_t(r0 + i * sets) * stride + k, xv);
+#pragma unroll
+          for (unsigned q = 0; q < 4; ++q) acc[i] = fmaf(xv[q], wv[q], acc[i]);
+        }
+      }
+      for (; k < H; ++k)
+        for (unsigned i = 0; i < n; ++i)
+          acc[i] = fmaf(widen(xs[size_t(r0 + i * sets) * stride + k]), widen(w[k]), acc[i]);
+#pragma unroll
+      for (unsigned i = 0; i < kRowTile; ++i)
+        if (i < n) a1[(first_row + r0 + i * sets) * H + c0 + j] = acc[i] + 0.f;
+    }
+  }
+}
+
+// Elements k and k + 1 of a shared-memory row as one register, the first in the low half; zero
+// past H, and for a row that is not there (null: past the cluster's rows or the block's columns).
+__device__ __forceinline__ uint32_t pair_at(const Bf16* row, unsigned k, unsigned H) {
+  if (row == nullptr || k >= H) return 0u;
+  if (k + 1 < H) return *reinterpret_cast<const uint32_t*>(row + k);  // k even, rows 16-byte aligned
+  return row[k].bits;
+}
+
+// A warp at a time takes 16 rows (the m of m16n8k16, the rows past `rows` zero) and kMmaTiles
+// tiles of 8 columns, and walks k 16 at a time, its kMmaTiles sums independent of each other.
+__device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
+                                            float* a1, size_t first_row, unsigned c0) {
+  const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const unsigned row_tiles = (rows + 15) / 16, col_groups = (cols + 8 * kMmaTiles - 1) / (8 * kMmaTiles);
+  // Warp-uniform: every lane of a warp takes the same items, as mma.sync requires.
+  for (unsigned item = threadIdx.x / 32; item < row_tiles * col_groups; item += kStepThreads / 32) {
+    const unsigned m0 = item / col_groups * 16, n0 = item % col_groups * 8 * kMmaTiles;
+    const Bf16* x0 = m0 + g < rows ? xs + size_t(m0 + g) * stride : nullptr;
+    const Bf16* x1 = m0 + g + 8 < rows ? xs + size_t(m0 + g + 8) * stride : nullptr;
+    const Bf16* w[kMmaTiles];
+    float d[kMmaTiles][4];
+#pragma unroll
+    for (unsigned p = 0; p < kMmaTiles; ++p) {
+      const unsigned n = n0 + 8 * p + g;  // this lane's column of B
+      w[p] = n < cols ? ws + size_t(n) * stride : nullptr;
+      d[p][0] = d[p][1] = d[p][2] = d[p][3] = 0.f;
+    }
+    for (unsigned k = 2 * q; k < H + 2 * q; k += 16) {
+      const uint32_t a[4] = {pair_at(x0, k, H), pair_at(x1, k, H), pair_at(x0, k + 8, H), pair_at(x1, k + 8, H)};
+#pragma unroll
+      for (unsigned p = 0; p < kMmaTiles; ++p) {
+        const uint32_t b[2] = {pair_at(w[p], k, H), pair_at(w[p], k + 8, H)};
+        mma_m16n8k16_bf16(d[p], a, b, d[p]);
+      }
+    }
+#pragma unroll
+    for (unsigned p = 0; p < kMmaTiles; ++p)
+#pragma unroll
+      for (unsigned e = 0; e < 4; ++e) {
+        const unsigned row = m0 + g + 8 * (e / 2), col = n0 + 8 * p + 2 * q + e % 2;
+        if (row < rows && col < cols) a1[(first_row + row) * H + c0 + col] = d[p][e] + 0.f;
+      }
+  }
+}
+
+}  // namespace grpo::rollout_cluster_detail
