@@ -32,6 +32,45 @@ namespace {
 using namespace rollout_step_detail;
 using namespace rollout_cluster_detail;
 
+// `rows` rows of H elements from global memory (H apart) into shared memory (`stride` apart), a
+// Chunk at a time. The block's threads split into `groups` of `lanes`: lane l copies the chunks
+// l, l + lanes, ... of rows g, g + groups, ... (g its group), kBatch rows' chunks in flight
+// before it stores them, so a thread waits for an L2 round trip once a batch, not once an
+// element (the small preset: one batch a step in bf16, four in fp32).
+template <class Chunk, class T>
+__device__ __forceinline__ void copy_rows(T* dst, unsigned stride, const T* src, unsigned rows, unsigned H) {
+  constexpr unsigned kBatch = 8, E = sizeof(Chunk) / sizeof(T);  // E: elements a chunk
+  const unsigned per_row = H / E, lanes = min(per_row, unsigned(kStepThreads)), groups = kStepThreads / lanes;
+  const unsigned lane = threadIdx.x % lanes, group = threadIdx.x / lanes;
+  if (group >= groups) return;  // the threads past groups x lanes (no barrier follows here)
+  const unsigned src_pitch = H / E, dst_pitch = stride / E;  // chunks; rows x H < 2^31 (TrainConfig)
+  const Chunk* from = reinterpret_cast<const Chunk*>(src);
+  Chunk* to = reinterpret_cast<Chunk*>(dst);
+  for (unsigned c = lane; c < per_row; c += lanes)
+    for (unsigned r0 = group; r0 < rows; r0 += kBatch * groups) {
+      Chunk v[kBatch];
+#pragma unroll
+      for (unsigned b = 0; b < kBatch; ++b)
+        if (r0 + b * groups < rows) v[b] = from[(r0 + b * groups) * src_pitch + c];
+#pragma unroll
+      for (unsigned b = 0; b < kBatch; ++b)
+        if (r0 + b * groups < rows) to[(r0 + b * groups) * dst_pitch + c] = v[b];
+    }
+}
+
+// 8-byte chunks where both addresses, the rows' length and the destination's stride allow them
+// (every fp32 or bf16 shape with H a multiple of 4), else an element at a time. (16-byte chunks
+// for the shapes that allow them took ptxas past 128 registers into spills.)
+template <class T>
+__device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src, unsigned rows, unsigned H) {
+  const size_t a = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | (size_t(H) * sizeof(T)) |
+                   (size_t(stride) * sizeof(T));
+  if (a % 8 == 0)
+    copy_rows<uint2>(dst, stride, src, rows, H);
+  else
+    copy_rows<T>(dst, stride, src, rows, H);
+}
+
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps.
 template <class T, bool kMma>
@@ -41,18 +80,17 @@ __global__ void __launch_bounds__(kStepThreads)
   __shared__ StepShared sh;
   GRPO_DYNAMIC_SHARED(T, smem);
   const unsigned C = cluster_blocks(), rank = cluster_block_rank(), cluster = blockIdx.x / C;
-  const unsigned N = unsigned(s.N), H = unsigned(s.H), tid = threadIdx.x, stride = smem_stride(H, kMma);
+  const unsigned N = unsigned(s.N), H = unsigned(s.H), stride = smem_stride(H, kMma);
   const unsigned g0 = unsigned(size_t(cluster) * N / clusters), g1 = unsigned(size_t(cluster + 1) * N / clusters);
   const unsigned rows = g1 - g0, width = (H + C - 1) / C;  // columns per block (the last may have fewer)
   const unsigned c0 = min(H, rank * width), cols = min(H, c0 + width) - c0;
   T* ws = smem;                           // [cols][stride]: the block's rows of W1
   T* xs = smem + size_t(width) * stride;  // [rows][stride]: this step's h1 rows of the cluster's games
-  for (unsigned i = tid; i < cols * H; i += kStepThreads) ws[size_t(i / H) * stride + i % H] = W[size_t(c0) * H + i];
+  stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
-    for (unsigned i = tid; i < rows * H; i += kStepThreads)
-      xs[size_t(i / H) * stride + i % H] = X[(shift + g0) * H + i];
+    stage_rows(xs, stride, X + (shift + g0) * H, rows, H);
     __syncthreads();
     if constexpr (kMma)
       product_mma(xs, ws, rows, cols, H, s.now.a1, shift + g0, c0);

@@ -137,6 +137,17 @@ TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
   expect_cluster_matches_steps(c, {1, 2, 0}, ClusterProduct::TensorCores);
 }
 
+// Rows long and many enough that a thread stages them in several batches of 16-byte loads (24
+// h1 rows of 64 chunks, 32 rows of W1 a block) on one cluster.
+TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 256;
+  c.batch_size = 8;  // 24 games
+  c.max_steps = 2;
+  expect_cluster_matches_steps(c, {1});
+}
+
 TEST(RolloutClusterCuda, OneStepAndOneGame) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
