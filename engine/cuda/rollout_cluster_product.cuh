@@ -24,9 +24,10 @@ constexpr unsigned kMmaTiles = 2;  // 8-column tiles a warp multiplies at once (
 
 // Shared-memory rows of H elements are `stride` apart. The fmaf product: a multiple of 4 (aligned
 // four-element loads) plus 4, so that the lanes of a warp reading the same k of different rows
-// hit different banks. The tensor-core product: a multiple of 8 bf16 plus 8 (4 words mod 32), so
-// that the 8 rows x 4 words of a fragment load hit 32 different banks.
-GRPO_HD unsigned smem_stride(unsigned H, bool mma) { return mma ? (H + 7) / 8 * 8 + 8 : (H + 3) / 4 * 4 + 4; }
+// hit different banks. The tensor-core product: a multiple of 16 bf16 plus 8 (4 words mod 8), so
+// that the 8 rows x 4 words of a fragment load hit 32 different banks (rows 4, 12, 20 or 28
+// words mod 32 apart: 8 distinct multiples of 4).
+GRPO_HD unsigned smem_stride(unsigned H, bool mma) { return mma ? (H + 15) / 16 * 16 + 8 : (H + 3) / 4 * 4 + 4; }
 
 __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
