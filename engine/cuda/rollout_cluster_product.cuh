@@ -81,16 +81,21 @@ __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows,
   }
 }
 
-// Elements k and k + 1 of a shared-memory row as one register, the first in the low half; zero
-// past H, and for a row that is not there (null: past the cluster's rows or the block's columns).
-__device__ __forceinline__ uint32_t pair_at(const Bf16* row, unsigned k, unsigned H) {
-  if (row == nullptr || k >= H) return 0u;
-  if (k + 1 < H) return *reinterpret_cast<const uint32_t*>(row + k);  // k even, rows 16-byte aligned
-  return row[k].bits;
+// Elements k and k + 1 of a shared-memory row as one register, the first in the low half.
+__device__ __forceinline__ uint32_t pair(const Bf16* row, unsigned k) {
+  return *reinterpret_cast<const uint32_t*>(row + k);  // k even, rows 16-byte aligned
+}
+// The same, zero past H (the last step of k when H is not a multiple of 16).
+__device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, unsigned H) {
+  if (k >= H) return 0u;
+  return k + 1 < H ? pair(row, k) : row[k].bits;
 }
 
-// A warp at a time takes 16 rows (the m of m16n8k16, the rows past `rows` zero) and kMmaTiles
-// tiles of 8 columns, and walks k 16 at a time, its kMmaTiles sums independent of each other.
+// A warp at a time takes 16 rows (the m of m16n8k16) and kMmaTiles tiles of 8 columns, and
+// walks k 16 at a time, its kMmaTiles sums independent of each other. Row i of D depends on row i
+// of A alone and column j on column j of B, so a lane whose row of A (past `rows`) or column of B
+// (past `cols`) is not there reads the cluster's first h1 row instead (staged, so initialised)
+// and its results in that row or column are not stored: no branch in the loop but its last step.
 __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
                                             float* a1, size_t first_row, unsigned c0) {
   const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -98,21 +103,31 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
   // Warp-uniform: every lane of a warp takes the same items, as mma.sync requires.
   for (unsigned item = threadIdx.x / 32; item < row_tiles * col_groups; item += kStepThreads / 32) {
     const unsigned m0 = item / col_groups * 16, n0 = item % col_groups * 8 * kMmaTiles;
-    const Bf16* x0 = m0 + g < rows ? xs + size_t(m0 + g) * stride : nullptr;
-    const Bf16* x1 = m0 + g + 8 < rows ? xs + size_t(m0 + g + 8) * stride : nullptr;
+    const Bf16* x0 = m0 + g < rows ? xs + size_t(m0 + g) * stride : xs;
+    const Bf16* x1 = m0 + g + 8 < rows ? xs + size_t(m0 + g + 8) * stride : xs;
     const Bf16* w[kMmaTiles];
     float d[kMmaTiles][4];
 #pragma unroll
     for (unsigned p = 0; p < kMmaTiles; ++p) {
       const unsigned n = n0 + 8 * p + g;  // this lane's column of B
-      w[p] = n < cols ? ws + size_t(n) * stride : nullptr;
+      w[p] = n < cols ? ws + size_t(n) * stride : xs;
       d[p][0] = d[p][1] = d[p][2] = d[p][3] = 0.f;
     }
-    for (unsigned k = 2 * q; k < H + 2 * q; k += 16) {
-      const uint32_t a[4] = {pair_at(x0, k, H), pair_at(x1, k, H), pair_at(x0, k + 8, H), pair_at(x1, k + 8, H)};
+    unsigned k = 2 * q;                     // this lane's first k of each step of 16
+    for (; k + 16 - 2 * q <= H; k += 16) {  // whole steps of 16
+      const uint32_t a[4] = {pair(x0, k), pair(x1, k), pair(x0, k + 8), pair(x1, k + 8)};
 #pragma unroll
       for (unsigned p = 0; p < kMmaTiles; ++p) {
-        const uint32_t b[2] = {pair_at(w[p], k, H), pair_at(w[p], k + 8, H)};
+        const uint32_t b[2] = {pair(w[p], k), pair(w[p], k + 8)};
+        mma_m16n8k16_bf16(d[p], a, b, d[p]);
+      }
+    }
+    if (k - 2 * q < H) {  // the last, partial step (the same for every lane)
+      const uint32_t a[4] = {pair_within(x0, k, H), pair_within(x1, k, H), pair_within(x0, k + 8, H),
+                             pair_within(x1, k + 8, H)};
+#pragma unroll
+      for (unsigned p = 0; p < kMmaTiles; ++p) {
+        const uint32_t b[2] = {pair_within(w[p], k, H), pair_within(w[p], k + 8, H)};
         mma_m16n8k16_bf16(d[p], a, b, d[p]);
       }
     }
