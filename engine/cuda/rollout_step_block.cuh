@@ -23,6 +23,7 @@ namespace grpo::rollout_step_detail {
 constexpr int kStepThreads = 128;
 constexpr int kStepWarps = kStepThreads / 32;
 constexpr int kMaxObs = 32;
+constexpr int kObsChunk = 8;  // columns of W_in a thread loads for its four rows at once
 
 // The block's shared scratch, a __shared__ variable of the calling kernel.
 struct StepShared {
@@ -93,19 +94,36 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
 
-  // The next step's trunk start: h0 = obs W_in^T, Welford over gelu(h0), then h1.
+  // The next step's trunk start: h0 = obs W_in^T, Welford over gelu(h0), then h1. A thread's four
+  // rows of W_in are loaded kObsChunk columns at a time, all four rows' before any is used, so
+  // they cost an L2 round trip a chunk (2 for D = 10), not one per few columns per row; each sum
+  // still runs over j ascending.
   const int D = s.D;
   float* h0 = s.next.h0 + row * H;
   Welford w{0.f, 0.f, 0.f};
   for (unsigned c = tid; c < groups; c += kStepThreads) {
     const unsigned n = std::min(4u, H - 4 * c);
+    const float* wr[4];
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) wr[k] = s.p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
+    for (int j0 = 0; j0 < D; j0 += kObsChunk) {
+      float wv[4][kObsChunk];
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k)
+#pragma unroll
+        for (int i = 0; i < kObsChunk; ++i) wv[k][i] = j0 + i < D ? wr[k][j0 + i] : 0.f;
+#pragma unroll
+      for (int i = 0; i < kObsChunk; ++i) {
+        if (j0 + i >= D) break;
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) acc[k] = fmaf(sh.obs[j0 + i], wv[k][i], acc[k]);
+      }
+    }
     float v[4];
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
-      const float* wr = s.p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
-      float acc = 0.f;
-      for (int j = 0; j < D; ++j) acc = fmaf(sh.obs[j], wr[j], acc);
-      v[k] = k < n ? acc : 0.f;
+      v[k] = k < n ? acc[k] : 0.f;
       if (k < n) welford_add(w, gelu(v[k]));
     }
     store4(h0 + 4 * c, n, vec, v);
