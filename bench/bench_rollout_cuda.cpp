@@ -127,7 +127,7 @@ int main(int argc, char** argv) {
     for (const Mode& m : kModes) {
       TrainConfig c = base;
       c.precision = m.precision;
-      if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16,
+      if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16,
                                              m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma)) {
         std::printf("%-34s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
                     c.hidden_size);

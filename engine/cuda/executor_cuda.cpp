@@ -74,7 +74,7 @@ class CudaExecutor final : public Executor {
       return ", " + flag + " not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
              std::to_string(cfg_.hidden_size) + " (it takes 1-" + std::to_string(kFewRowsMax) +
              " games, hidden from 32)";
-    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, bf16,
+    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), bf16,
                               mma ? ClusterProduct::TensorCores : ClusterProduct::Fma))
       return ", " + flag +
              " not taken: the device runs no clusters, or a block's share of fc1 does not fit its shared memory";

@@ -71,6 +71,24 @@ __device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src
     copy_rows<T>(dst, stride, src, rows, H);
 }
 
+// The parameters rollout_step_block reads every step, kept in shared memory for all T steps
+// ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
+// float4 paths need). From L2 they cost the step two round trips or more (fc_in's rows after
+// the game step, and after every cluster barrier, which invalidates L1, again).
+struct OnChipParams {
+  unsigned fc_in_w, fc1_b, fc_out_w, ln_gamma, ln_beta, fc_out_b, floats;
+  GRPO_HD OnChipParams(unsigned H, unsigned D) {
+    const auto r4 = [](unsigned n) { return (n + 3) / 4 * 4; };
+    fc_in_w = 0;
+    fc1_b = fc_in_w + r4(H * D);
+    fc_out_w = fc1_b + r4(H);
+    ln_gamma = fc_out_w + r4(kActions * H);
+    ln_beta = ln_gamma + r4(H);
+    fc_out_b = ln_beta + r4(H);
+    floats = fc_out_b + r4(kActions);
+  }
+};
+
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps.
 template <class T, bool kMma>
@@ -84,9 +102,20 @@ __global__ void __launch_bounds__(kStepThreads)
   const unsigned g0 = unsigned(size_t(cluster) * N / clusters), g1 = unsigned(size_t(cluster + 1) * N / clusters);
   const unsigned rows = g1 - g0, width = (H + C - 1) / C;  // columns per block (the last may have fewer)
   const unsigned c0 = min(H, rank * width), cols = min(H, c0 + width) - c0;
-  T* ws = smem;                           // [cols][stride]: the block's rows of W1
-  T* xs = smem + size_t(width) * stride;  // [rows][stride]: this step's h1 rows of the cluster's games
+  const OnChipParams op(H, unsigned(s.D));
+  float* on_chip = reinterpret_cast<float*>(smem);
+  T* ws = reinterpret_cast<T*>(on_chip + op.floats);  // [cols][stride]: the block's rows of W1
+  T* xs = ws + size_t(width) * stride;                // [rows][stride]: this step's h1 rows of the cluster's games
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
+  ParamViews p = s.p;
+  p.fc_in_w = on_chip + op.fc_in_w, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
+  p.ln_gamma = on_chip + op.ln_gamma, p.ln_beta = on_chip + op.ln_beta, p.fc_out_b = on_chip + op.fc_out_b;
+  stage_rows(p.fc_in_w, unsigned(s.D), s.p.fc_in_w, H, unsigned(s.D));
+  stage_rows(p.fc1_b, H, s.p.fc1_b, 1, H);
+  stage_rows(p.fc_out_w, H, s.p.fc_out_w, kActions, H);
+  stage_rows(p.ln_gamma, H, s.p.ln_gamma, 1, H);
+  stage_rows(p.ln_beta, H, s.p.ln_beta, 1, H);
+  if (threadIdx.x < unsigned(kActions)) p.fc_out_b[threadIdx.x] = s.p.fc_out_b[threadIdx.x];
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
@@ -98,7 +127,7 @@ __global__ void __launch_bounds__(kStepThreads)
       product(xs, ws, rows, cols, width, H, s.now.a1, shift + g0, c0);
     GRPO_CLUSTER_SYNC();  // the cluster's a1 rows of step t are whole
     for (unsigned g = g0 + rank; g < g1; g += C) {
-      rollout_step_block(cfg, s, t, shift, g, t + 1 == steps, vec, sh);
+      rollout_step_block(cfg, s, p, t, shift, g, t + 1 == steps, vec, sh);
       __syncthreads();  // sh is the next game's
     }
     GRPO_CLUSTER_SYNC();  // the cluster's h1 rows of step t + 1 are whole, xs is free
@@ -151,12 +180,13 @@ int resident_clusters(const Plan& p) {
 // queries are not free, and an eager run asks at every epoch), which also sets the kernel's
 // shared-memory limit on that device.
 template <class T, bool kMma>
-Plan plan_uncached(int N, int H, unsigned clusters) {
+Plan plan_uncached(int N, int H, int D, unsigned clusters) {
   const size_t width = (size_t(H) + kClusterBlocks - 1) / kClusterBlocks, limit = smem_limit();
   const auto with = [&](int k) {
     Plan p;
     p.clusters = unsigned(std::clamp(k, 1, N));
-    p.smem = (width + (size_t(N) + p.clusters - 1) / p.clusters) * smem_stride(unsigned(H), kMma) * sizeof(T);
+    p.smem = OnChipParams(unsigned(H), unsigned(D)).floats * sizeof(float) +
+             (width + (size_t(N) + p.clusters - 1) / p.clusters) * smem_stride(unsigned(H), kMma) * sizeof(T);
     return p;
   };
   if (limit == 0) return Plan{};
@@ -173,19 +203,19 @@ Plan plan_uncached(int N, int H, unsigned clusters) {
 }
 
 template <class T, bool kMma>
-Plan plan_for(int N, int H, unsigned clusters = 0) {
+Plan plan_for(int N, int H, int D, unsigned clusters = 0) {
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
-  static std::map<std::tuple<int, int, int, unsigned>, Plan> plans;
-  const auto key = std::make_tuple(dev, N, H, clusters);
+  static std::map<std::tuple<int, int, int, int, unsigned>, Plan> plans;
+  const auto key = std::make_tuple(dev, N, H, D, clusters);
   const auto it = plans.find(key);
-  return it != plans.end() ? it->second : plans.emplace(key, plan_uncached<T, kMma>(N, H, clusters)).first->second;
+  return it != plans.end() ? it->second : plans.emplace(key, plan_uncached<T, kMma>(N, H, D, clusters)).first->second;
 }
 
 template <class T, bool kMma>
 void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const T* X, const T* W, int steps,
                     cudaStream_t stream, unsigned clusters) {
-  const Plan p = plan_for<T, kMma>(first.N, first.H, clusters);
+  const Plan p = plan_for<T, kMma>(first.N, first.H, first.D, clusters);
   if (p.clusters == 0)
     throw std::invalid_argument("rollout_cluster_cuda: " + std::to_string(first.N) + " games at hidden " +
                                 std::to_string(first.H) + " need more shared memory per block than the " +
@@ -196,10 +226,10 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
 
 }  // namespace
 
-bool rollout_cluster_fits(int N, int H, bool bf16, ClusterProduct product) {
+bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product) {
   if (!linear_forward_takes_few_rows(N, H, H, false)) return false;
-  if (product == ClusterProduct::TensorCores) return bf16 && plan_for<Bf16, true>(N, H).clusters > 0;
-  return (bf16 ? plan_for<Bf16, false>(N, H) : plan_for<float, false>(N, H)).clusters > 0;
+  if (product == ClusterProduct::TensorCores) return bf16 && plan_for<Bf16, true>(N, H, D).clusters > 0;
+  return (bf16 ? plan_for<Bf16, false>(N, H, D) : plan_for<float, false>(N, H, D)).clusters > 0;
 }
 
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,

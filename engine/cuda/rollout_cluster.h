@@ -22,11 +22,13 @@ constexpr unsigned kClusterBlocks = 8;  // the portable maximum
 // operands), or mma.sync on the bf16 tensor cores (bf16 only; rollout_cluster_product.cuh).
 enum class ClusterProduct { Fma, TensorCores };
 
-// Whether the device runs clusters and the rollout of N games at hidden H takes this path: the
-// shape the few-row product takes (fp32 or bf16 operands, up to 256 games) and a block's share
-// of W1 and of the cluster's h1 rows within the shared memory a block may opt into.
+// Whether the device runs clusters and the rollout of N games at hidden H, observations of D
+// floats, takes this path: the shape the few-row product takes (fp32 or bf16 operands, up to 256
+// games), and a block's share of W1, the cluster's h1 rows and the step's other parameters
+// (fc_in, LayerNorm, fc1.bias, fc_out: (D + 6) H floats) within the shared memory a block may
+// opt into.
 // TensorCores also needs bf16.
-bool rollout_cluster_fits(int N, int H, bool bf16, ClusterProduct product = ClusterProduct::Fma);
+bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product = ClusterProduct::Fma);
 
 // Steps 0..steps-1 from step 0's views `first` (rollout_step_at(r, 0)): per step a1 = h1 W1^T
 // (on the bf16 copies when first.p.fc1_w_bf16 is set), then the fused step. Throws

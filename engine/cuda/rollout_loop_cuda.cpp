@@ -48,7 +48,8 @@ void CudaOps::rollout(const Rollout& r) {
   const bool bf16 = r.p.fc1_w_bf16 != nullptr;
   const bool few_rows = linear_forward_takes_few_rows(r.N, r.H, r.H, !bf16 && blas_.tf32());
   const ClusterProduct product = cluster_mma_ && bf16 ? ClusterProduct::TensorCores : ClusterProduct::Fma;
-  if (rollout_cluster_ && few_rows && rollout_cluster_fits(r.N, r.H, bf16, product)) {  // eagerly and captured alike
+  if (rollout_cluster_ && few_rows &&
+      rollout_cluster_fits(r.N, r.H, r.D, bf16, product)) {  // eagerly and captured alike
     games_reset(r.games, r.seed, r.epoch, r.obs);
     policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
     rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product);

@@ -22,7 +22,7 @@ __global__ void rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutL
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
-  rollout_step_block(cfg, s, t, shift, blockIdx.x, s.obs_next == nullptr, vec, sh);
+  rollout_step_block(cfg, s, s.p, t, shift, blockIdx.x, s.obs_next == nullptr, vec, sh);
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
     if (atomicAdd(&loop.counters[1], 1u) == gridDim.x - 1) {

@@ -33,10 +33,12 @@ struct StepShared {
 };
 
 // Step t of game g: s holds step 0's pointers, or step t's with shift 0; rows shift.. are step
-// t's. The last step (last) writes no next trunk. Every thread of the block calls it; it may
-// return before its last barrier, so a caller that runs it again first passes a __syncthreads.
-__device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, uint32_t t, size_t shift,
-                                          unsigned g, bool last, bool vec, StepShared& sh) {
+// t's. The last step (last) writes no next trunk. p: the parameters it reads (fc_in_w, ln_gamma,
+// ln_beta, fc1_b, fc_out_w, fc_out_b), s.p's or a copy of them in shared memory, aligned as
+// s.p's are (vec). Every thread of the block calls it; it may return before its last barrier,
+// so a caller that runs it again first passes a __syncthreads.
+__device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
+                                          uint32_t t, size_t shift, unsigned g, bool last, bool vec, StepShared& sh) {
   using namespace row_welford_ops;
   constexpr unsigned kAll = 0xFFFFFFFFu;
   const unsigned tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -53,13 +55,13 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     const unsigned keep = dropout_keep4(s.dropout, s.seed, Purpose::DropoutRollout, epoch, t, uint32_t(g), c);
     float v[4], b[4];
     load4(a1 + 4 * c, n, vec, v);
-    load4(s.p.fc1_b + 4 * c, n, vec, b);
+    load4(p.fc1_b + 4 * c, n, vec, b);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = (keep >> k & 1u) ? gelu(v[k] + b[k]) * scale : 0.f;
 #pragma unroll
     for (int a = 0; a < kActions; ++a) {
       float w[4];
-      load4(s.p.fc_out_w + size_t(a) * H + 4 * c, n, vec, w);
+      load4(p.fc_out_w + size_t(a) * H + 4 * c, n, vec, w);
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k) z[a] = fmaf(v[k], w[k], z[a]);
     }
@@ -80,7 +82,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     for (int a = 0; a < kActions; ++a) {
       float sum = sh.head_sums[a][0];
       for (int w = 1; w < kStepWarps; ++w) sum += sh.head_sums[a][w];
-      logits[a] = sum + s.p.fc_out_b[a];
+      logits[a] = sum + p.fc_out_b[a];
       s.now.logits[row * kActions + a] = logits[a];
     }
     const PolicyRow policy = policy_row(logits);
@@ -106,7 +108,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     const float* wr[4];
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) wr[k] = s.p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
+    for (unsigned k = 0; k < 4; ++k) wr[k] = p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
     for (int j0 = 0; j0 < D; j0 += kObsChunk) {
       float wv[4][kObsChunk];
 #pragma unroll
@@ -137,8 +139,8 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     const unsigned n = std::min(4u, H - 4 * c);
     float v[4], ga[4], be[4];
     load4(h0 + 4 * c, n, vec, v);
-    load4(s.p.ln_gamma + 4 * c, n, vec, ga);
-    load4(s.p.ln_beta + 4 * c, n, vec, be);
+    load4(p.ln_gamma + 4 * c, n, vec, ga);
+    load4(p.ln_beta + 4 * c, n, vec, be);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
     if (h1_bf16)

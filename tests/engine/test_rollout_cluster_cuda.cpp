@@ -70,7 +70,7 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   const ArenaLayout al(c);
   const std::vector<float> slabs = random_slabs(c, seed);
   const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
-  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.precision == Precision::Bf16, product));
+  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16, product));
 
   const Outcome steps = run_rollout(c, image, slabs, false);
   // The rollout ran: every action of every step was written.
@@ -163,13 +163,13 @@ TEST(RolloutClusterCuda, OneStepAndOneGame) {
 // the cluster kernel's: the executor keeps the steps, a direct call throws.
 TEST(RolloutClusterCuda, RefusesShapesOutsideTheFewRowProduct) {
   GRPO_REQUIRE_DEVICE();
-  EXPECT_FALSE(rollout_cluster_fits(6, 20, false));
-  EXPECT_FALSE(rollout_cluster_fits(257, 64, true));
-  EXPECT_TRUE(rollout_cluster_fits(136, 512, false));
-  EXPECT_TRUE(rollout_cluster_fits(136, 512, true));
-  EXPECT_TRUE(rollout_cluster_fits(136, 512, true, ClusterProduct::TensorCores));
-  EXPECT_FALSE(rollout_cluster_fits(136, 512, false, ClusterProduct::TensorCores)) << "tensor cores take bf16 only";
-  EXPECT_FALSE(rollout_cluster_fits(136, 4096, true)) << "a block's share of W1 would not fit in shared memory";
+  EXPECT_FALSE(rollout_cluster_fits(6, 20, 10, false));
+  EXPECT_FALSE(rollout_cluster_fits(257, 64, 10, true));
+  EXPECT_TRUE(rollout_cluster_fits(136, 512, 10, false));
+  EXPECT_TRUE(rollout_cluster_fits(136, 512, 10, true));
+  EXPECT_TRUE(rollout_cluster_fits(136, 512, 10, true, ClusterProduct::TensorCores));
+  EXPECT_FALSE(rollout_cluster_fits(136, 512, 10, false, ClusterProduct::TensorCores)) << "tensor cores take bf16 only";
+  EXPECT_FALSE(rollout_cluster_fits(136, 4096, 10, true)) << "a block's share of W1 would not fit in shared memory";
   TrainConfig c = tiny_config();  // hidden 20
   const std::vector<float> slabs = random_slabs(c, 3);
   EXPECT_THROW(run_rollout(c, poisoned_arena(c, 0), slabs, false, 1, cluster_run(c.game, 0)), std::invalid_argument);
