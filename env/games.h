@@ -138,15 +138,17 @@ struct ExplicitDrawSource {
 };
 
 // Game g: one step with actions[g], reward[g], and (when obs_next is not null) its observation
-// row. The body of both the step kernel and the host loop.
+// row; obs_copy, when not null, gets the observation too (the fused rollout step's shared
+// memory, which the next step's fc_in reads). The body of both the step kernel and the host loop.
 template <class Draws>
 GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions, const Draws& draws,
-                           uint32_t t, float* reward_out, float* obs_next) {
+                           uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
   const GameState before = v.load(g);
   const StepResult r = step(cfg, before, actions[g], draws(g));
   v.store(g, r.state);
   reward_out[g] = step_reward(t, before.score, r.state);
   if (obs_next) write_observation(cfg, r.state, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
+  if (obs_copy) write_observation(cfg, r.state, obs_copy);
 }
 
 // Game g of a reset: group g / replicas, start fruit x from that group's draw.

@@ -46,6 +46,13 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   const uint32_t epoch = *s.epoch;
   const size_t row = shift + g;
 
+  // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
+  // the head's.
+  float b_out[kActions];
+  if (tid == 0)
+#pragma unroll
+    for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
+
   // Head: z = dropout(gelu(a1 + b1)) W_out^T, this thread's columns, then the block's sum.
   const float* a1 = s.now.a1 + row * H;
   const float scale = dropout_scale(s.dropout);
@@ -82,16 +89,15 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     for (int a = 0; a < kActions; ++a) {
       float sum = sh.head_sums[a][0];
       for (int w = 1; w < kStepWarps; ++w) sum += sh.head_sums[a][w];
-      logits[a] = sum + p.fc_out_b[a];
+      logits[a] = sum + b_out[a];
       s.now.logits[row * kActions + a] = logits[a];
     }
     const PolicyRow policy = policy_row(logits);
     int32_t* actions = s.actions + shift;
     actions[g] = sample_from(policy, action_uniform(s.seed, epoch, t, uint32_t(g)));
     const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t};
-    step_one_game(cfg, s.games, g, actions, draws, t, s.rewards + shift, obs_next);
-    if (obs_next)
-      for (int k = 0; k < s.D; ++k) sh.obs[k] = obs_next[size_t(g) * s.D + k];
+    // The observation also into shared memory, for fc_in below: not read back from global memory.
+    step_one_game(cfg, s.games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
   }
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
@@ -103,6 +109,10 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   const int D = s.D;
   float* h0 = s.next.h0 + row * H;
   Welford w{0.f, 0.f, 0.f};
+  // A thread with one group of h0 (H <= 4 kStepThreads: the small preset) keeps it for LayerNorm
+  // below instead of reading back what it stored.
+  const bool one_group = groups <= unsigned(kStepThreads);
+  float kept[4] = {0.f, 0.f, 0.f, 0.f};
   for (unsigned c = tid; c < groups; c += kStepThreads) {
     const unsigned n = std::min(4u, H - 4 * c);
     const float* wr[4];
@@ -127,6 +137,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     for (unsigned k = 0; k < 4; ++k) {
       v[k] = k < n ? acc[k] : 0.f;
       if (k < n) welford_add(w, gelu(v[k]));
+      kept[k] = v[k];
     }
     store4(h0 + 4 * c, n, vec, v);
   }
@@ -138,7 +149,11 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   for (unsigned c = tid; c < groups; c += kStepThreads) {
     const unsigned n = std::min(4u, H - 4 * c);
     float v[4], ga[4], be[4];
-    load4(h0 + 4 * c, n, vec, v);
+    if (one_group)
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) v[k] = kept[k];
+    else
+      load4(h0 + 4 * c, n, vec, v);
     load4(p.ln_gamma + 4 * c, n, vec, ga);
     load4(p.ln_beta + 4 * c, n, vec, be);
 #pragma unroll
