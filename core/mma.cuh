@@ -25,9 +25,12 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t 
 }  // namespace grpo
 #elif defined(GRPO_SIMT)
 namespace grpo {
-inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4]) {
+// The call site (GCC's __builtin_FILE and __builtin_LINE as default arguments): every lane of the
+// warp must be at the same one, as on a GPU, where .aligned means the same instruction.
+inline void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], const float (&c)[4],
+                              const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::simt::detail::MmaLane lane{{a[0], a[1], a[2], a[3]}, {b[0], b[1]}, {c[0], c[1], c[2], c[3]}, {}};
-  ::simt::detail::mma_m16n8k16_bf16(lane, __FILE__, __LINE__);
+  ::simt::detail::mma_m16n8k16_bf16(lane, file, line);
   for (int i = 0; i < 4; ++i) d[i] = lane.d[i];
 }
 }  // namespace grpo

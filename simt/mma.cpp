@@ -17,6 +17,13 @@
 
 #include "simt/simt.h"
 
+namespace simt {
+namespace {
+uint64_t g_products = 0;  // warp-level products completed since the program started
+}  // namespace
+uint64_t mma_products() { return g_products; }
+}  // namespace simt
+
 namespace simt::detail {
 namespace {
 
@@ -25,6 +32,7 @@ float widen(uint32_t pair, unsigned half) { return bit_cast<float>(((pair >> (16
 }  // namespace
 
 void mma_m16n8k16_bf16_warp(MmaLane* const lanes[32]) {
+  ++g_products;
   float A[16][16], B[16][8], C[16][8];
   for (unsigned lane = 0; lane < 32; ++lane) {
     const MmaLane& f = *lanes[lane];

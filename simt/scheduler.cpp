@@ -228,8 +228,8 @@ void complete_collective(Thread& t) {
     MmaLane* operands[32];
     for (unsigned j = 0; j < 32; ++j) operands[j] = reinterpret_cast<MmaLane*>(lanes[j].value);
     mma_m16n8k16_bf16_warp(operands);
+    // No san_collective: mma.sync orders no memory accesses between the lanes.
     for (unsigned j = 0; j < 32; ++j) lanes[j].state = State::Ready;
-    san_collective(t.warp, mask);
     return;
   }
   uint64_t ballot = 0;
@@ -297,7 +297,9 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int 
     const Thread& u = g_cur->threads[idx];
     if (u.state == State::Done)
       block_fatal(where(t) + " " + state_of(t) + ": lane " + std::to_string(j) + " of the mask has exited", true);
-    if (u.state == State::Warp && (u.op != op || u.mask != mask || u.width != width))
+    // An mma from another call site is another instruction (.aligned: all lanes run the same one).
+    const bool other_site = op == WarpOp::Mma && (u.line != line || std::strcmp(u.file, file) != 0);
+    if (u.state == State::Warp && (u.op != op || u.mask != mask || u.width != width || other_site))
       block_fatal("warp collective mismatch: " + where(t) + " " + state_of(t) + " but " + where(u) + " " + state_of(u),
                   true);
     if (u.state != State::Warp) complete = false;

@@ -43,6 +43,10 @@ void set_seed(uint64_t s);
 // the previous setting; for tests that read poisoned memory on purpose.
 bool set_checks(bool on);
 
+// Warp-level tensor-core products (core/mma.cuh) completed so far: tests check with it that a
+// kernel took its tensor-core path, since the emulator's sums equal the fmaf kernels' bits.
+uint64_t mma_products();
+
 // The calling block's dynamic shared memory arena (poisoned with 0xFF bytes at block start).
 void* dynamic_shared();
 

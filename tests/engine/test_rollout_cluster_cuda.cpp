@@ -17,6 +17,12 @@
 #include "engine/policy.h"
 #include "tests/engine/rollout_arena_util.h"
 
+#if defined(GRPO_SIMT)
+namespace simt {
+uint64_t mma_products();
+}
+#endif
+
 namespace grpo::test {
 namespace {
 
@@ -60,6 +66,26 @@ void expect_same_rollout(const TrainConfig& c, ClusterProduct product, const std
   EXPECT_EQ(first_difference(want, got), want.size()) << what << ", of " << want.size();
 }
 
+// The emulator counts its tensor-core products: where the bits cannot tell the two products
+// apart, the count says which one ran. A GPU has no such count (0 and 0).
+uint64_t tensor_core_products() {
+#if defined(GRPO_SIMT)
+  return simt::mma_products();
+#else
+  return 0;
+#endif
+}
+void expect_took(ClusterProduct product, uint64_t before, const char* what) {
+#if defined(GRPO_SIMT)
+  if (product == ClusterProduct::TensorCores)
+    EXPECT_GT(tensor_core_products(), before) << what << ": no tensor-core product ran";
+  else
+    EXPECT_EQ(tensor_core_products(), before) << what << ": the fmaf product ran tensor-core products";
+#else
+  (void)product, (void)before, (void)what;
+#endif
+}
+
 void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
                                   ClusterProduct product = ClusterProduct::Fma) {
   const uint64_t seed = std::random_device{}();
@@ -80,14 +106,18 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
 
   for (unsigned k : clusters) {
     SCOPED_TRACE(::testing::Message() << k << " clusters (0: one block per SM)");
+    const uint64_t products = tensor_core_products();
     const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k, product));
     expect_same_rollout(c, product, steps.arena, eager.arena, "eager");
+    expect_took(product, products, "eager");
   }
   // Through the executor's ops, captured: one node after games_reset and the trunk, replayed twice.
   c.rollout_cluster = true;
   c.rollout_cluster_mma = product == ClusterProduct::TensorCores;
+  const uint64_t products = tensor_core_products();
   const Outcome graph = run_rollout(c, image, slabs, true, 2);
   expect_same_rollout(c, product, steps.arena, graph.arena, "replayed");
+  expect_took(product, products, "replayed");
   EXPECT_EQ(graph.loop.nodes, 0u) << "no WHILE node";
   // The steps' graph: games_reset and the trunk, then the WHILE node and its counters' memset
   // and the last step's two nodes (one step: its two nodes); here the one kernel.
@@ -137,8 +167,8 @@ TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
   expect_cluster_matches_steps(c, {1, 2, 0}, ClusterProduct::TensorCores);
 }
 
-// Rows long and many enough that a thread stages them in several batches of 16-byte loads (24
-// h1 rows of 64 chunks, 32 rows of W1 a block) on one cluster.
+// Rows long and many enough that a thread stages them in several batches of 8-byte chunks (24
+// h1 rows of 128 chunks: three batches of 8 rows; 32 rows of W1 a block: four) on one cluster.
 TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();

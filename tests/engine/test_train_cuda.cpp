@@ -6,6 +6,12 @@
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
 
+#if defined(GRPO_SIMT)
+namespace simt {
+uint64_t mma_products();  // simt/simt.h
+}
+#endif
+
 namespace grpo::test {
 namespace {
 
@@ -145,7 +151,9 @@ TEST(TrainCuda, ClusterRolloutOnTensorCores) {
   expect_graph_equals_eager(c);
 #if defined(GRPO_SIMT)
   auto mma = make_cuda_executor(c);
+  const uint64_t products = simt::mma_products();
   const RunState k = run_epochs(c, *mma, 3);
+  EXPECT_GT(simt::mma_products(), products) << "the run took no tensor-core product";
   c.rollout_cluster_mma = false;
   auto steps = make_cuda_executor(c);
   EXPECT_TRUE(bitwise_equal(run_epochs(c, *steps, 3), k));

@@ -36,8 +36,21 @@ __global__ void mma_one_lane_skips_kernel(float* d) {
   d[threadIdx.x] = r[0];
 }
 
+// Lanes 0-15 at one mma, lanes 16-31 at another: two instructions, which .aligned forbids.
+__global__ void mma_two_sites_kernel(float* d) {
+  const uint32_t a[4] = {}, b[2] = {};
+  const float c[4] = {};
+  float r[4] = {};
+  if (threadIdx.x < 16)
+    grpo::mma_m16n8k16_bf16(r, a, b, c);
+  else
+    grpo::mma_m16n8k16_bf16(r, a, b, c);
+  d[threadIdx.x] = r[0];
+}
+
 }  // namespace
 
+cudaError_t mma_two_sites(float* d) { return simt::launch(mma_two_sites_kernel, dim3(1), dim3(32), 0, 0, d); }
 cudaError_t mma_tiles(const uint16_t* a, const uint16_t* b, const float* c, float* d, int warps) {
   return simt::launch(mma_tiles_kernel, dim3(1), dim3(32 * warps), 0, 0, a, b, c, d);
 }

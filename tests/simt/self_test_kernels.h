@@ -52,7 +52,9 @@ cudaError_t cluster_two_places(int* out);
 cudaError_t cluster_or_block_barrier(int* out);
 // The warp-level bf16 product (mma_kernels.cu, core/mma.cuh): `warps` warps of one block, warp w
 // computing D = A B + C for its tile (A [16][16] at a + 256 w; B [8][16] at b + 128 w, column n's
-// 16 k in a row; C and D [16][8] at c and d + 128 w). And a warp with one lane that skips it.
+// 16 k in a row; C and D [16][8] at c and d + 128 w). And a warp with one lane that skips it,
+// and one whose two halves call it from two places.
 cudaError_t mma_tiles(const uint16_t* a, const uint16_t* b, const float* c, float* d, int warps);
 cudaError_t mma_one_lane_skips(float* d);
+cudaError_t mma_two_sites(float* d);
 }  // namespace simt_test

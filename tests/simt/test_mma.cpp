@@ -1,6 +1,7 @@
 // Self-tests of the emulator's warp-level bf16 product (simt/mma.cpp, core/mma.cuh): three warps,
 // each with its own random tiles, against D = A B + C summed here as fmaf chains over k ascending,
-// bit for bit; a lane that skips the product aborts with a report.
+// bit for bit, counted by simt::mma_products; a lane that skips the product, or lanes at two
+// call sites of it, abort with a report.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +11,10 @@
 
 #include "tests/simt/self_test_kernels.h"
 #include "tests/test_util.h"
+
+namespace simt {
+uint64_t mma_products();
+}
 
 namespace {
 
@@ -38,8 +43,10 @@ TEST(SimtMma, EachWarpsTileIsTheProductOfItsFragments) {
   for (auto& x : c) x = bf16_value(draw()) * 3.f;
   DeviceBuffer<uint16_t> da(a), db(b);
   DeviceBuffer<float> dc(c), dd(std::vector<float>(c.size(), std::nanf("")));
+  const uint64_t before = simt::mma_products();
   ASSERT_EQ(simt_test::mma_tiles(da.get(), db.get(), dc.get(), dd.get(), kWarps), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(simt::mma_products() - before, uint64_t(kWarps));
   const std::vector<float> d = dd.download();
   for (int w = 0; w < kWarps; ++w)
     for (int i = 0; i < 16; ++i)
@@ -59,6 +66,16 @@ TEST(SimtMma, ALaneThatSkipsTheProductAborts) {
         cudaDeviceSynchronize();
       },
       "exited while(.|\n)*mma.sync(.|\n)*SIMT_SEED=");
+}
+
+TEST(SimtMma, LanesAtTwoCallSitesAbort) {
+  EXPECT_DEATH(
+      {
+        DeviceBuffer<float> d(32);
+        simt_test::mma_two_sites(d.get());
+        cudaDeviceSynchronize();
+      },
+      "warp collective mismatch(.|\n)*mma.sync(.|\n)*SIMT_SEED=");
 }
 
 }  // namespace
