@@ -147,7 +147,13 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
   c.rollout_loop = !f.no_rollout_loop;
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";
+  // With --resume the precision is the checkpoint's unless given: resume_config validates
+  // --cluster-rollout-mma against that one, not against this default.
+  const bool mma = c.rollout_cluster_mma;
+  const CLI::Option* resume = app.get_option_no_throw("--resume");  // train has it, info has not
+  if (resume != nullptr && resume->count() > 0) c.rollout_cluster_mma = false;
   c.validate();
+  c.rollout_cluster_mma = mma;
   return c;
 }
 

@@ -55,9 +55,10 @@ struct TrainConfig {
   // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off by default until a GPU has
   // timed it against the loop.
   bool rollout_cluster = false;
-  // The cluster kernel's product on bf16 tensor cores (mma.sync; implies rollout_cluster, needs
-  // Precision::Bf16). Not the steps' bits on a GPU: the tensor cores round their sums their own
-  // way, a few units in the last place (--cluster-rollout-mma; bench_epoch --cluster-rollout mma).
+  // The cluster kernel's product on bf16 tensor cores (mma.sync; needs Precision::Bf16, and
+  // takes the cluster kernel with or without rollout_cluster: cluster_rollout()). Not the steps'
+  // bits on a GPU: the tensor cores round their sums their own way, a few units in the last
+  // place (--cluster-rollout-mma; bench_epoch --cluster-rollout mma).
   bool rollout_cluster_mma = false;
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl
@@ -78,6 +79,8 @@ struct TrainConfig {
   int64_t samples() const { return int64_t{max_steps} * games(); }  // M = T * N
   int obs_dim() const { return game.obs_dim(); }                    // D
   // Throws UsageError naming the flag and its accepted range.
+  // Whether the rollout runs as the cluster kernel where it fits (either flag).
+  bool cluster_rollout() const { return rollout_cluster || rollout_cluster_mma; }
   void validate() const;
   // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).
   void apply_small_preset();

@@ -15,8 +15,9 @@ namespace grpo {
 // value is a mismatch and throws UsageError naming the flag and both values. --total-epochs,
 // --patience, --save-checkpoint-per-num-epoch, --precision (or --tf32), --out and --metrics come
 // from the flags when given, else from the checkpoint (--out: `default_out`). --backend,
-// --no-graph, --no-rollout-loop, --cluster-rollout and --cluster-rollout-mma, which choose how and not what is
-// computed, come from the flags (their defaults when not given).
+// --no-graph, --no-rollout-loop, --cluster-rollout and --cluster-rollout-mma, which choose how the same
+// algorithm runs, come from the flags (their defaults when not given); of these only the last
+// changes results, in the last bits of the rollout's fc1 sums on a GPU.
 // The result is validated.
 TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, const TrainConfig& flags,
                           const std::function<bool(const char*)>& given, const std::string& default_out);

@@ -49,7 +49,7 @@ class CudaExecutor final : public Executor {
     blas_ = std::make_unique<Blas>(BlasOptions{c.precision});
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_rollout_loop(c.rollout_loop);
-    ops_->set_rollout_cluster(c.rollout_cluster || c.rollout_cluster_mma, c.rollout_cluster_mma);
+    ops_->set_rollout_cluster(c.cluster_rollout(), c.rollout_cluster_mma);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
   }
@@ -66,7 +66,7 @@ class CudaExecutor final : public Executor {
 
   // --cluster-rollout (-mma) as the run takes it: the kernel where the shape fits, else why not.
   std::string cluster_note() const {
-    if (!cfg_.rollout_cluster && !cfg_.rollout_cluster_mma) return "";
+    if (!cfg_.cluster_rollout()) return "";
     const bool bf16 = cfg_.precision == Precision::Bf16, mma = cfg_.rollout_cluster_mma;
     const std::string flag = mma ? "--cluster-rollout-mma" : "--cluster-rollout";
     if (cfg_.precision == Precision::Tf32) return ", " + flag + " not taken: TF32 products stay on cuBLASLt";

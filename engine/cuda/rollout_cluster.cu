@@ -59,8 +59,7 @@ __device__ __forceinline__ void copy_rows(T* dst, unsigned stride, const T* src,
 }
 
 // 8-byte chunks where both addresses, the rows' length and the destination's stride allow them
-// (every fp32 or bf16 shape with H a multiple of 4), else an element at a time. (16-byte chunks
-// for the shapes that allow them took ptxas past 128 registers into spills.)
+// (every fp32 or bf16 shape with H a multiple of 4), else an element at a time.
 template <class T>
 __device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src, unsigned rows, unsigned H) {
   const size_t a = reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(dst) | (size_t(H) * sizeof(T)) |

@@ -105,6 +105,36 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--cluster-rollout-mma", "--cluster-rollout-mma"),
         std::make_pair("--cluster-rollout-mma --precision tf32", "--cluster-rollout-mma")));
 
+// --cluster-rollout-mma needs bf16 operands. On --resume the precision is the checkpoint's unless
+// given, so a bf16 checkpoint takes the flag without --precision, and an fp32 one refuses it in
+// one line, exit code 2, before the resumed run's folder exists.
+TEST(Cli, ClusterRolloutMmaOnResumeFollowsTheCheckpointsPrecision) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("grpo_cli_mma_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  for (const std::string precision : {"bf16", "fp32"}) {
+    SCOPED_TRACE(precision);
+    const fs::path run = root / precision, resumed = root / (precision + "_resumed");
+    const Result first = run_grpo("train --backend host --precision " + precision +
+                                  " --hidden-size 8 --batch-size 1 --max-steps 4 --screen-width 4 --total-epochs 1 "
+                                  "--out " +
+                                  run.string());
+    ASSERT_EQ(first.code, 0) << first.err;
+    const Result r = run_grpo("train --backend host --resume " + (run / "final.safetensors").string() +
+                              " --total-epochs 2 --cluster-rollout-mma --out " + resumed.string());
+    if (precision == "bf16") {
+      EXPECT_EQ(r.code, 0) << r.err;
+      EXPECT_TRUE(fs::exists(resumed / "final.safetensors"));
+    } else {
+      EXPECT_EQ(r.code, 2) << r.err;
+      EXPECT_NE(r.err.find("--cluster-rollout-mma"), std::string::npos) << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_FALSE(fs::exists(resumed));
+    }
+  }
+  fs::remove_all(root);
+}
+
 // A configuration that cannot fit in the memory this process may use is refused before anything
 // is allocated or written (about 40 GiB: the largest the 2^31-element bound allows). A machine
 // that could hold it runs grpo under a 16 GiB address-space limit (ulimit -v), which the check

@@ -35,7 +35,7 @@ inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image,
   cuda::Stream stream = cuda::make_stream(cudaStreamNonBlocking);
   CudaOps ops(c.game, c.batch_size, blas, stream.get());
   ops.set_rollout_loop(c.rollout_loop);
-  ops.set_rollout_cluster(c.rollout_cluster || c.rollout_cluster_mma, c.rollout_cluster_mma);
+  ops.set_rollout_cluster(c.cluster_rollout(), c.rollout_cluster_mma);
   const auto roll = [&](const Ops::Rollout& r) { run ? run(ops, r, stream.get()) : ops.rollout(r); };
   const StepBuffers b = StepBuffers::over(dev_slabs.get(), arena.get(), c);
   const int N = c.games(), H = c.hidden_size;
