@@ -42,8 +42,8 @@ __device__ __forceinline__ void copy_rows(T* dst, unsigned stride, const T* src,
   constexpr unsigned kBatch = 8, E = sizeof(Chunk) / sizeof(T);  // E: elements a chunk
   const unsigned per_row = H / E, lanes = min(per_row, unsigned(kStepThreads)), groups = kStepThreads / lanes;
   const unsigned lane = threadIdx.x % lanes, group = threadIdx.x / lanes;
-  if (group >= groups) return;  // the threads past groups x lanes (no barrier follows here)
-  const unsigned src_pitch = H / E, dst_pitch = stride / E;  // chunks; rows x H < 2^31 (TrainConfig)
+  if (group >= groups) return;            // the threads past groups x lanes (no barrier follows here)
+  const unsigned dst_pitch = stride / E;  // in chunks, as per_row is the source's; rows x H < 2^31 (TrainConfig)
   const Chunk* from = reinterpret_cast<const Chunk*>(src);
   Chunk* to = reinterpret_cast<Chunk*>(dst);
   for (unsigned c = lane; c < per_row; c += lanes)
@@ -51,7 +51,7 @@ __device__ __forceinline__ void copy_rows(T* dst, unsigned stride, const T* src,
       Chunk v[kBatch];
 #pragma unroll
       for (unsigned b = 0; b < kBatch; ++b)
-        if (r0 + b * groups < rows) v[b] = from[(r0 + b * groups) * src_pitch + c];
+        if (r0 + b * groups < rows) v[b] = from[(r0 + b * groups) * per_row + c];
 #pragma unroll
       for (unsigned b = 0; b < kBatch; ++b)
         if (r0 + b * groups < rows) to[(r0 + b * groups) * dst_pitch + c] = v[b];

@@ -126,56 +126,44 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   EXPECT_EQ(graph.top_nodes, stepwise_graph.top_nodes - (c.max_steps >= 2 ? 3 : 1));
 }
 
+// tiny_config's game at hidden H, `batch` groups' games and `steps` steps.
+TrainConfig shape(int H, int batch, int steps, Precision precision = Precision::Fp32) {
+  TrainConfig c = tiny_config();
+  c.hidden_size = H;
+  c.batch_size = batch;
+  c.max_steps = steps;
+  c.precision = precision;
+  return c;
+}
+
 TEST(RolloutClusterCuda, EqualsTheStepsAtARaggedWidth) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
-  c.hidden_size = 37;  // 5 columns a block but 2 in the last; no float4 paths
-  c.batch_size = 5;    // 15 games
-  c.max_steps = 4;
-  expect_cluster_matches_steps(c, {1, 4, 0});
+  // 15 games; 5 columns a block but 2 in the last; no float4 paths
+  expect_cluster_matches_steps(shape(37, 5, 4), {1, 4, 0});
 }
 
 TEST(RolloutClusterCuda, EqualsTheStepsInBf16) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
-  c.hidden_size = 64;
-  c.batch_size = 4;  // 12 games
-  c.max_steps = 3;
-  c.precision = Precision::Bf16;
-  expect_cluster_matches_steps(c, {1, 5, 0});
+  expect_cluster_matches_steps(shape(64, 4, 3, Precision::Bf16), {1, 5, 0});  // 12 games
 }
 
 // The product on bf16 tensor cores: one 16-row tile (12 games), and at a ragged width two tiles
 // of rows (18 games in one cluster), 5 columns a block (2 in the last), k's last pair half past H.
 TEST(RolloutClusterCuda, TensorCoreProductEqualsTheSteps) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
-  c.hidden_size = 64;
-  c.batch_size = 4;  // 12 games
-  c.max_steps = 3;
-  c.precision = Precision::Bf16;
-  expect_cluster_matches_steps(c, {1, 5, 0}, ClusterProduct::TensorCores);
+  expect_cluster_matches_steps(shape(64, 4, 3, Precision::Bf16), {1, 5, 0}, ClusterProduct::TensorCores);
 }
 
 TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
-  c.hidden_size = 37;
-  c.batch_size = 6;  // 18 games
-  c.max_steps = 3;
-  c.precision = Precision::Bf16;
-  expect_cluster_matches_steps(c, {1, 2, 0}, ClusterProduct::TensorCores);
+  expect_cluster_matches_steps(shape(37, 6, 3, Precision::Bf16), {1, 2, 0}, ClusterProduct::TensorCores);
 }
 
 // Rows long and many enough that a thread stages them in several batches of 8-byte chunks (24
 // h1 rows of 128 chunks: three batches of 8 rows; 32 rows of W1 a block: four) on one cluster.
 TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
-  c.hidden_size = 256;
-  c.batch_size = 8;  // 24 games
-  c.max_steps = 2;
-  expect_cluster_matches_steps(c, {1});
+  expect_cluster_matches_steps(shape(256, 8, 2), {1});  // 24 games
 }
 
 TEST(RolloutClusterCuda, OneStepAndOneGame) {
