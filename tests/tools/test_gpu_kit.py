@@ -3,13 +3,14 @@ report on a made-up set of checks."""
 import json
 import os
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from gpu_kit import kit as kitmod, parse, report  # noqa: E402
+from gpu_kit import kit as kitmod, ncu, parse, report  # noqa: E402
 
 
 class SanitizerSummary(unittest.TestCase):
@@ -83,6 +84,62 @@ class BuildDiagnostics(unittest.TestCase):
 
     def test_clean_log_has_none(self):
         self.assertEqual(parse.diagnostics("[1/2] Building CXX object a.o\n[2/2] Linking CXX executable grpo\n"), [])
+
+
+# Nsight Compute's raw page as `ncu --import R --page raw --csv --print-units base` writes it: a
+# header, a row of units, a row per profiled kernel (values may carry thousands separators).
+RAW = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+       '"Device","CC","gpu__time_duration.sum","dram__throughput.avg.pct_of_peak_sustained_elapsed",'
+       '"launch__registers_per_thread","launch__grid_size",'
+       '"smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",'
+       '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",'
+       '"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",'
+       '"smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",'
+       '"smsp__average_warps_issue_stalled_membar_per_issue_active.ratio"\n'
+       '"","","","","","","","","","","","usecond","%","register/thread","","inst","inst","inst","inst","inst"\n'
+       '"0","123","bench_epoch","h","head_loss_grad_kernel","1","7","(256, 1, 1)","(1,700, 1, 1)","0","9.0",'
+       '"12.5","61.2","91","1,700","7.5","2.25","0.5","0","3.1"\n')
+
+
+class NcuPages(unittest.TestCase):
+    def test_raw_page_to_summary(self):
+        rows = ncu.read_raw("==PROF== Disconnected\n" + RAW)
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["gpu__time_duration.sum"], 12500.0)  # us to ns
+        self.assertEqual(rows[0]["launch__grid_size"], 1700.0)
+        s = ncu.summary_row("case", "head_loss_grad_kernel", rows[0])
+        self.assertAlmostEqual(s["us"], 12.5)
+        self.assertEqual(s["DRAM %"], 61.2)
+        self.assertEqual(s["regs"], 91.0)
+        self.assertIsNone(s["SM %"])  # not in this page
+        self.assertEqual(s["stalls"], "long_scoreboard 7.5, membar 3.1, barrier 2.2")
+        md = ncu.markdown([s])
+        self.assertIn("| case | head_loss_grad_kernel | 12.5 | - | - | 61 |", md)
+        self.assertEqual(md.count("\n"), 3)
+
+    def test_not_a_raw_page(self):
+        with self.assertRaises(ValueError):
+            ncu.read_raw("==ERROR== the application returned an error code (1)\n")
+
+    def test_dry_run_prints_every_kernel_and_profiles_none(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "profile_ncu"), "--dry-run", "--out", d],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+            out = p.stdout.decode()
+            self.assertEqual(p.returncode, 0, out)
+            self.assertEqual(os.listdir(d), [])
+        kernels = sum(len(k) for _, _, k in ncu.CASES)
+        self.assertEqual(out.count("[dry run, not run] ncu "), kernels)
+        self.assertIn("--kernel-name regex:rollout_cluster_kernel --launch-skip 2 --launch-count 1", out)
+        self.assertIn("--cluster-rollout mma --executor graph", out)
+
+    def test_bad_usage_exits_2_and_writes_nothing(self):
+        with tempfile.NamedTemporaryFile() as f:
+            p = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "profile_ncu"), "--out", f.name],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+            self.assertEqual(p.returncode, 2)
+            self.assertEqual(len(p.stderr.decode().strip().splitlines()), 1)
+            self.assertEqual(os.path.getsize(f.name), 0)
 
 
 class Report(unittest.TestCase):

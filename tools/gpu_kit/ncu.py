@@ -1,0 +1,101 @@
+"""tools/profile_ncu's cases and its reading of Nsight Compute's raw CSV page.
+
+Each case is a bench_epoch run and the kernels of it that issue 16 still has to decide on (the
+rollout kernels, the loss pass's row-local kernels, AdamW); each kernel is profiled once, a steady
+launch after the warm-up, with the sections below. The summary takes a handful of figures per
+kernel from the raw page (one row per profiled kernel, a row of units under the header)."""
+import csv
+import io
+import re
+
+# bench_epoch flags common to every case: graph replay, a few epochs so that a steady launch exists.
+EPOCHS = ["--executor", "graph", "--warmup", "2", "--repeats", "2"]
+SKIP = 2  # launches of the kernel skipped before the profiled one (the warm-up's)
+
+CASES = (
+    ("small-bf16-cluster-mma", ["--preset", "small", "--precision", "bf16", "--cluster-rollout", "mma"],
+     ("rollout_cluster_kernel", "head_loss_rows_kernel", "head_loss_grad_kernel", "layernorm_input_grad_kernel",
+      "adamw_kernel")),
+    ("small-fp32-loop", ["--preset", "small"], ("rollout_step_kernel", "linear_forward_few_rows_kernel")),
+    ("reference-bf16", ["--preset", "reference", "--precision", "bf16"],
+     ("rollout_step_kernel", "head_loss_rows_kernel", "head_loss_grad_kernel", "layernorm_input_grad_kernel")),
+)
+
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats")
+
+# (column title, raw metric, scale, format): the figures the summary shows.
+FIGURES = (
+    ("us", "gpu__time_duration.sum", 1e-3, "%.1f"),
+    ("SM %", "sm__throughput.avg.pct_of_peak_sustained_elapsed", 1, "%.0f"),
+    ("memory %", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 1, "%.0f"),
+    ("DRAM %", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1, "%.0f"),
+    ("L1 hit %", "l1tex__t_sector_hit_rate.pct", 1, "%.0f"),
+    ("L2 hit %", "lts__t_sector_hit_rate.pct", 1, "%.0f"),
+    ("occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1, "%.0f"),
+    ("regs", "launch__registers_per_thread", 1, "%.0f"),
+    ("grid", "launch__grid_size", 1, "%.0f"),
+)
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
+TIME_UNITS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+
+
+def ncu_args(ncu_bin, rep, kernel, bench, case_flags):
+    """The ncu command that profiles one launch of `kernel` in a bench_epoch run into rep.ncu-rep."""
+    argv = [ncu_bin, "--clock-control", "none", "--kernel-name", "regex:" + kernel, "--launch-skip", str(SKIP),
+            "--launch-count", "1", "--print-units", "base", "--force-overwrite", "--export", rep]
+    for s in SECTIONS:
+        argv += ["--section", s]
+    return argv + [bench] + case_flags + EPOCHS
+
+
+def _number(text):
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def read_raw(text):
+    """Rows of `ncu --import R --page raw --csv --print-units base`: a dict per profiled kernel
+    from column name to value (numbers as floats, durations in ns). ValueError when the text is
+    not that page."""
+    rows = list(csv.reader(io.StringIO(text)))
+    start = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if start is None or len(rows) < start + 2:
+        raise ValueError("no raw page (no 'Kernel Name' header and unit row)")
+    header, units = rows[start], rows[start + 1]
+    out = []
+    for r in rows[start + 2:]:
+        if len(r) != len(header):
+            continue
+        d = {}
+        for name, unit, value in zip(header, units, r):
+            v = _number(value)
+            if v is not None and unit in TIME_UNITS:
+                v *= TIME_UNITS[unit]
+            d[name] = v if v is not None else value
+        out.append(d)
+    return out
+
+
+def summary_row(case, kernel, raw):
+    """The summary's figures for one profiled kernel (raw: a read_raw row), stall reasons last:
+    the three largest, in warp cycles per issued instruction."""
+    row = {"case": case, "kernel": kernel}
+    for title, metric, scale, _ in FIGURES:
+        v = raw.get(metric)
+        row[title] = v * scale if isinstance(v, float) else None
+    stalls = sorted(((v, STALL.match(k).group(1)) for k, v in raw.items() if STALL.match(k) and isinstance(v, float)),
+                    reverse=True)
+    row["stalls"] = ", ".join("%s %.1f" % (name, v) for v, name in stalls[:3] if v > 0)
+    return row
+
+
+def markdown(rows):
+    titles = [f[0] for f in FIGURES]
+    lines = ["| case | kernel | " + " | ".join(titles) + " | top stalls (cycles per issue) |",
+             "| --- | --- | " + " | ".join("---" for _ in titles) + " | --- |"]
+    for r in rows:
+        cells = [(fmt % r[t]) if r.get(t) is not None else "-" for t, _, _, fmt in FIGURES]
+        lines.append("| %s | %s | %s | %s |" % (r["case"], r["kernel"], " | ".join(cells), r.get("stalls") or "-"))
+    return "\n".join(lines) + "\n"
