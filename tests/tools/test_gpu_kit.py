@@ -117,6 +117,13 @@ class NcuPages(unittest.TestCase):
         self.assertIn("| case | head_loss_grad_kernel | 12.5 | - | - | 61 |", md)
         self.assertEqual(md.count("\n"), 3)
 
+    def test_a_page_without_units_reads_the_values_as_they_are(self):
+        lines = RAW.splitlines()
+        rows = ncu.read_raw(lines[0] + "\n" + lines[2] + "\n")
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["gpu__time_duration.sum"], 12.5)
+        self.assertEqual(rows[0]["Kernel Name"], "head_loss_grad_kernel")
+
     def test_not_a_raw_page(self):
         with self.assertRaises(ValueError):
             ncu.read_raw("==ERROR== the application returned an error code (1)\n")

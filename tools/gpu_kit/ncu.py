@@ -61,11 +61,15 @@ def read_raw(text):
     not that page."""
     rows = list(csv.reader(io.StringIO(text)))
     start = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
-    if start is None or len(rows) < start + 2:
-        raise ValueError("no raw page (no 'Kernel Name' header and unit row)")
-    header, units = rows[start], rows[start + 1]
+    if start is None:
+        raise ValueError("no raw page (no 'Kernel Name' header)")
+    header = rows[start]
+    name = header.index("Kernel Name")
+    # The row of units, when there is one, names no kernel.
+    has_units = len(rows) > start + 1 and len(rows[start + 1]) == len(header) and rows[start + 1][name] == ""
+    units = rows[start + 1] if has_units else [""] * len(header)
     out = []
-    for r in rows[start + 2:]:
+    for r in rows[start + 1 + int(has_units):]:
         if len(r) != len(header):
             continue
         d = {}
