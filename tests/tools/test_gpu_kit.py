@@ -95,10 +95,11 @@ RAW = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","St
        '"smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",'
        '"smsp__average_warps_issue_stalled_wait_per_issue_active.ratio",'
        '"smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio",'
-       '"smsp__average_warps_issue_stalled_membar_per_issue_active.ratio"\n'
-       '"","","","","","","","","","","","usecond","%","register/thread","","inst","inst","inst","inst","inst"\n'
+       '"smsp__average_warps_issue_stalled_membar_per_issue_active.ratio",'
+       '"smsp__average_warps_issue_stalled_selected_per_issue_active.ratio"\n'
+       '"","","","","","","","","","","","usecond","%","register/thread","","inst","inst","inst","inst","inst","inst"\n'
        '"0","123","bench_epoch","h","head_loss_grad_kernel","1","7","(256, 1, 1)","(1,700, 1, 1)","0","9.0",'
-       '"12.5","61.2","91","1,700","7.5","2.25","0.5","0","3.1"\n')
+       '"12.5","61.2","91","1,700","7.5","2.25","0.5","0","3.1","9"\n')
 
 
 class NcuPages(unittest.TestCase):

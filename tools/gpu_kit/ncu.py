@@ -1,8 +1,11 @@
 """tools/profile_ncu's cases and its reading of Nsight Compute's raw CSV page.
 
 Each case is a bench_epoch run and the kernels of it that issue 16 still has to decide on (the
-rollout kernels, the loss pass's row-local kernels, AdamW); each kernel is profiled once, a steady
-launch after the warm-up, with the sections below. The summary takes a handful of figures per
+rollout kernels, the loss pass's row-local kernels, AdamW); each kernel is profiled once, its third
+launch, with the sections below and warm caches (ncu's --cache-control none: the rollout re-reads
+its weights from L2 every step). A kernel launched once an epoch is caught in epoch 2's graph
+replay; the stepwise rollout's kernels (launched every step) in the first epoch, which runs
+eagerly (engine/cuda/executor_cuda.cpp), at step 2. The summary takes a handful of figures per
 kernel from the raw page (one row per profiled kernel, a row of units under the header)."""
 import csv
 import io
@@ -10,7 +13,7 @@ import re
 
 # bench_epoch flags common to every case: graph replay, a few epochs so that a steady launch exists.
 EPOCHS = ["--executor", "graph", "--warmup", "2", "--repeats", "2"]
-SKIP = 2  # launches of the kernel skipped before the profiled one (the warm-up's)
+SKIP = 2  # launches of the kernel skipped before the profiled one
 
 CASES = (
     ("small-bf16-cluster-mma", ["--preset", "small", "--precision", "bf16", "--cluster-rollout", "mma"],
@@ -28,20 +31,22 @@ FIGURES = (
     ("us", "gpu__time_duration.sum", 1e-3, "%.1f"),
     ("SM %", "sm__throughput.avg.pct_of_peak_sustained_elapsed", 1, "%.0f"),
     ("memory %", "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", 1, "%.0f"),
-    ("DRAM %", "dram__throughput.avg.pct_of_peak_sustained_elapsed", 1, "%.0f"),
+    ("DRAM %", ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+                "dram__throughput.avg.pct_of_peak_sustained_elapsed"), 1, "%.0f"),
     ("L1 hit %", "l1tex__t_sector_hit_rate.pct", 1, "%.0f"),
     ("L2 hit %", "lts__t_sector_hit_rate.pct", 1, "%.0f"),
     ("occupancy %", "sm__warps_active.avg.pct_of_peak_sustained_active", 1, "%.0f"),
     ("regs", "launch__registers_per_thread", 1, "%.0f"),
     ("grid", "launch__grid_size", 1, "%.0f"),
 )
+NOT_STALLS = ("selected", "not_selected")  # issuing, or eligible and passed over: not stalls
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 TIME_UNITS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
 
 
 def ncu_args(ncu_bin, rep, kernel, bench, case_flags):
     """The ncu command that profiles one launch of `kernel` in a bench_epoch run into rep.ncu-rep."""
-    argv = [ncu_bin, "--clock-control", "none", "--kernel-name", "regex:" + kernel, "--launch-skip", str(SKIP),
+    argv = [ncu_bin, "--clock-control", "none", "--cache-control", "none", "--kernel-name", "regex:" + kernel, "--launch-skip", str(SKIP),
             "--launch-count", "1", "--print-units", "base", "--force-overwrite", "--export", rep]
     for s in SECTIONS:
         argv += ["--section", s]
@@ -87,9 +92,11 @@ def summary_row(case, kernel, raw):
     the three largest, in warp cycles per issued instruction."""
     row = {"case": case, "kernel": kernel}
     for title, metric, scale, _ in FIGURES:
-        v = raw.get(metric)
+        names = metric if isinstance(metric, tuple) else (metric,)
+        v = next((raw[m] for m in names if isinstance(raw.get(m), float)), None)
         row[title] = v * scale if isinstance(v, float) else None
-    stalls = sorted(((v, STALL.match(k).group(1)) for k, v in raw.items() if STALL.match(k) and isinstance(v, float)),
+    stalls = sorted(((v, STALL.match(k).group(1)) for k, v in raw.items() if STALL.match(k) and isinstance(v, float)
+                     and STALL.match(k).group(1) not in NOT_STALLS),
                     reverse=True)
     row["stalls"] = ", ".join("%s %.1f" % (name, v) for v, name in stalls[:3] if v > 0)
     return row
