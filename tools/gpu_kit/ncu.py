@@ -95,9 +95,8 @@ def summary_row(case, kernel, raw):
         names = metric if isinstance(metric, tuple) else (metric,)
         v = next((raw[m] for m in names if isinstance(raw.get(m), float)), None)
         row[title] = v * scale if isinstance(v, float) else None
-    stalls = sorted(((v, STALL.match(k).group(1)) for k, v in raw.items() if STALL.match(k) and isinstance(v, float)
-                     and STALL.match(k).group(1) not in NOT_STALLS),
-                    reverse=True)
+    reasons = ((STALL.match(k), v) for k, v in raw.items() if isinstance(v, float))
+    stalls = sorted(((v, m.group(1)) for m, v in reasons if m and m.group(1) not in NOT_STALLS), reverse=True)
     row["stalls"] = ", ".join("%s %.1f" % (name, v) for v, name in stalls[:3] if v > 0)
     return row
 
