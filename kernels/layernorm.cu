@@ -170,17 +170,21 @@ namespace {
 constexpr int kInTile = 32;  // columns of a block in the input backward's column pass: one per lane
 constexpr int kInWarps = kBlock / 32;
 constexpr int kInSums = 2 + kLayerNormMaxObs;
+// Rows a warp of the column pass loads before it uses the first: its loads are 128 bytes a row
+// and tensor, so one row at a time leaves HBM mostly idle.
+constexpr unsigned kInRows = 4;
 
 // The input backward's column pass. Block (column tile of 32, row chunk); lane l owns column
-// tile * 32 + l, warp w the chunk's rows w, w + 8, ... It recomputes dh0 from the row's two means
-// (stats, from the stats-only row kernel) and adds dh1 xhat, dh1 and dh0 X[row, d] (d < D) to
-// its column's 2 + D sums; the 8 warps' sums meet in shared memory, added in warp order, into
-// partial[(q * chunks + chunk) * N + col].
-__global__ void layernorm_input_grad_kernel(const float* __restrict__ dh1, const float* __restrict__ h0,
-                                            const float* __restrict__ X, const float* __restrict__ gamma,
-                                            const float* __restrict__ mean, const float* __restrict__ rstd,
-                                            const float* __restrict__ stats, int M, int N, int D,
-                                            unsigned rows_per_chunk, float* __restrict__ partial) {
+// tile * 32 + l, warp w the chunk's rows w, w + 8, ..., kInRows of them at a time. It recomputes
+// dh0 from the row's two means (stats, from the stats-only row kernel) and adds dh1 xhat, dh1 and
+// dh0 X[row, d] (d < D) to its column's 2 + D sums, rows in order; the 8 warps' sums meet in
+// shared memory, added in warp order, into partial[(q * chunks + chunk) * N + col].
+__global__ void __launch_bounds__(kBlock, 3)
+    layernorm_input_grad_kernel(const float* __restrict__ dh1, const float* __restrict__ h0,
+                                const float* __restrict__ X, const float* __restrict__ gamma,
+                                const float* __restrict__ mean, const float* __restrict__ rstd,
+                                const float* __restrict__ stats, int M, int N, int D, unsigned rows_per_chunk,
+                                float* __restrict__ partial) {
   __shared__ float sums[kInWarps][kInSums][kInTile];
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned col = blockIdx.x * kInTile + lane;
@@ -190,18 +194,29 @@ __global__ void layernorm_input_grad_kernel(const float* __restrict__ dh1, const
 #pragma unroll
   for (int q = 0; q < kInSums; ++q) acc[q] = 0.f;
   const size_t r0 = size_t(blockIdx.y) * rows_per_chunk, r1 = std::min(size_t(M), r0 + rows_per_chunk);
-  for (size_t r = r0 + warp; live && r < r1; r += kInWarps) {
-    const float dy = dh1[r * N + col], x = h0[r * N + col], mu = mean[r], rs = rstd[r];
-    const float a1 = stats[2 * r], a2 = stats[2 * r + 1];
-    float dg;
-    const float xhat = (gelu_and_grad(x, dg) - mu) * rs;
-    const float d0 = dy + dg * (rs * (dy * ga - a1 - xhat * a2));  // the row kernel's dh0, to the bit
-    acc[0] += dy * xhat;
-    acc[1] += dy;
-    const float* xr = X + r * D;
+  for (size_t r = r0 + warp; live && r < r1; r += kInRows * kInWarps) {
+    float dy[kInRows], x[kInRows], mu[kInRows], rs[kInRows], a1[kInRows], a2[kInRows];
 #pragma unroll
-    for (int d = 0; d < kLayerNormMaxObs; ++d)
-      if (d < D) acc[2 + d] += d0 * xr[d];
+    for (unsigned i = 0; i < kInRows; ++i) {
+      const size_t ri = r + i * kInWarps;
+      if (ri >= r1) break;
+      dy[i] = dh1[ri * N + col], x[i] = h0[ri * N + col], mu[i] = mean[ri], rs[i] = rstd[ri];
+      a1[i] = stats[2 * ri], a2[i] = stats[2 * ri + 1];
+    }
+#pragma unroll
+    for (unsigned i = 0; i < kInRows; ++i) {
+      const size_t ri = r + i * kInWarps;
+      if (ri >= r1) break;
+      float dg;
+      const float xhat = (gelu_and_grad(x[i], dg) - mu[i]) * rs[i];
+      const float d0 = dy[i] + dg * (rs[i] * (dy[i] * ga - a1[i] - xhat * a2[i]));  // the row kernel's dh0, to the bit
+      acc[0] += dy[i] * xhat;
+      acc[1] += dy[i];
+      const float* xr = X + ri * D;
+#pragma unroll
+      for (int d = 0; d < kLayerNormMaxObs; ++d)
+        if (d < D) acc[2 + d] += d0 * xr[d];
+    }
   }
 #pragma unroll
   for (int q = 0; q < kInSums; ++q)

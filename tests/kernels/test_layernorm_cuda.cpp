@@ -89,7 +89,8 @@ TEST(LayerNormCuda, BackwardMatchesHostAndRepeatsBitForBit) {
 
 // The fused input backward (dh0 never written) against its host twin, the composition: the
 // backward above, then dW_in = dh0^T X. Both row layouts, the scalar path, several row chunks,
-// observation widths 1, 10 (the default game) and 25 (the largest); twice, bit for bit.
+// observation widths 1, 10 (the default game) and 25 (the largest), chunks of more rows than a
+// warp loads at once (9000 rows: 40 a chunk, 5 a warp); twice, bit for bit.
 TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   GRPO_REQUIRE_DEVICE();
   const uint64_t base = std::random_device{}();
@@ -100,7 +101,7 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
     size_t offset;
   };
   for (const InCase c : {InCase{13, 8, 1, 0}, InCase{9, 37, 10, 1}, InCase{150, 64, 10, 0}, InCase{6, 1100, 25, 0},
-                         InCase{70, 40, 25, 0}}) {
+                         InCase{70, 40, 25, 0}, InCase{9000, 40, 10, 0}}) {
     SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
     const size_t n = size_t(c.M) * c.N;
     const auto h0 = random_floats(n + c.offset, ++seed, -1.f, 3.f), dh1 = random_floats(n + c.offset, ++seed);
