@@ -86,6 +86,17 @@ size_t g_static_cells = 0;
 uintptr_t g_static_lo = 0, g_static_hi = 0, g_dyn_lo = 0, g_dyn_hi = 0;
 std::vector<SharedCell> g_sshadow;
 
+// ---- the other blocks of a running cluster, parked (slot = rank) while one block runs ----
+struct ParkedBlock {  // what san_block_begin set up for one block of a cluster
+  size_t block = 0;
+  uint32_t block_epoch = 0;
+  std::vector<std::array<uint32_t, 32>> vc;
+  std::vector<Span> spans;
+  uintptr_t dyn_lo = 0, dyn_hi = 0;
+  std::vector<SharedCell> sshadow;
+};
+std::vector<ParkedBlock> g_parked;
+
 // ---- global memory shadow: one cell per 4-byte word of the arena, mapped on demand ----
 GlobalCell* g_gshadow = nullptr;
 
@@ -125,8 +136,13 @@ Access now_access(uint32_t mask, const void* pc) {
 bool conflicts(const Access& old, const Access& now) {
   return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask) && !ordered(old);
 }
-// Shared memory belongs to the block: only this block's current interval can conflict.
+// Shared memory belongs to the block: only this block's current interval can conflict, and
+// (distributed shared memory) another block of its cluster since the last cluster barrier. A
+// record of a block of another cluster is an earlier cluster's, which ran in this slot before.
 bool conflicts_shared(const Access& old, const Access& now) {
+  const size_t other_block = old.tid / g_nthreads;
+  if (other_block != g_block)
+    return old.epoch >= g_launch_epoch && other_block / g_cluster == g_block / g_cluster && !ordered(old);
   return old.epoch == g_epoch && old.tid != now.tid && !ordered(old);
 }
 
@@ -217,16 +233,19 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
       report(std::string("shared memory read before any thread of this block wrote it: ") + buf(), now, "read", nullptr,
              nullptr, "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
     if (!atomic) {
-      const char* hint =
-          "threads of a block are ordered by __syncthreads, lanes of a warp by a warp collective "
-          "of both (__syncwarp)\n";
-      if (conflicts_shared(c.w, now))
-        report(std::string("data race on shared memory: ") + buf(), now, write ? "write" : "read", &c.w,
-               "earlier write", hint);
-      if (write && conflicts_shared(c.r, now))
-        report(std::string("data race on shared memory: ") + buf(), now, "write", &c.r, "earlier read", hint);
-      if (write && conflicts_shared(c.r_other, now))
-        report(std::string("data race on shared memory: ") + buf(), now, "write", &c.r_other, "earlier read", hint);
+      // The other side may be another block of the cluster, through distributed shared memory.
+      const auto race = [&](const Access& old, const char* now_kind, const char* old_kind) {
+        const bool remote = old.tid / g_nthreads != g_block;
+        report(
+            std::string(remote ? "data race on distributed shared memory: " : "data race on shared memory: ") + buf(),
+            now, now_kind, &old, old_kind,
+            remote ? "blocks of a cluster are ordered by a cluster barrier of both\n"
+                   : "threads of a block are ordered by __syncthreads, lanes of a warp by a warp collective "
+                     "of both (__syncwarp)\n");
+      };
+      if (conflicts_shared(c.w, now)) race(c.w, write ? "write" : "read", "earlier write");
+      if (write && conflicts_shared(c.r, now)) race(c.r, "write", "earlier read");
+      if (write && conflicts_shared(c.r_other, now)) race(c.r_other, "write", "earlier read");
     }
     if (write) c.w = now, c.written = g_block_epoch;
     if (read && !write) {
@@ -234,6 +253,63 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
       c.r = now;
     }
   }
+}
+
+// Distributed shared memory: an access to the dynamic arena (or its red zones) of another block of
+// the running cluster, through an address cluster_map_shared gave. Checked like the block's own
+// accesses, against that block's parked shadow: bounds, a read of a byte nobody wrote, and races
+// with the owner and the cluster's other blocks since the last cluster barrier. False when the
+// address is no other block's.
+bool remote_shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, const void* pc) {
+  for (size_t slot = 0; slot < g_cluster && slot < g_parked.size(); ++slot) {
+    ParkedBlock& p = g_parked[slot];
+    if (p.block == g_block || p.dyn_hi == 0 || a >= p.dyn_hi + kSharedRedzone || a + n + kSharedRedzone <= p.dyn_lo)
+      continue;
+    const std::string block = thread_name(p.block, 0);
+    const std::string owner = "the dynamic shared memory of " + block.substr(0, block.find(" thread"));
+    const auto what = [&](uintptr_t b) {
+      const long off = long(b) - long(p.dyn_lo);
+      return std::string(write && !read  ? "write"
+                         : read && write ? "update"
+                                         : "read") +
+             " of " + std::to_string(n) + " bytes at " + owner + " " + (off < 0 ? "- " : "+ ") +
+             std::to_string(off < 0 ? -off : off);
+    };
+    if (cluster_block_exited(slot))
+      report("distributed shared memory access to a block that has exited: " + what(a), now_access(1, pc),
+             write ? "write" : "read", nullptr, nullptr,
+             "a block's shared memory ends with it: a cluster barrier before it exits keeps it for the others\n");
+    for (uintptr_t b = a; b < a + n; ++b) {
+      const Access now = now_access(1, pc);
+      if (b < p.dyn_lo || b >= p.dyn_hi)
+        report("out-of-bounds distributed shared memory access: " + what(b) + ", outside the arena of " +
+                   std::to_string(p.dyn_hi - p.dyn_lo) + " bytes the launch gave",
+               now, write ? "write" : "read", nullptr, nullptr, nullptr);
+      SharedCell& c = p.sshadow[g_static_cells + (b - p.dyn_lo)];
+      if (read && c.written != p.block_epoch)
+        report("distributed shared memory read before any thread wrote it: " + what(b), now, "read", nullptr, nullptr,
+               "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
+      if (!atomic) {
+        const char* hint =
+            "blocks of a cluster are ordered by a cluster barrier of both; within the owner, threads by "
+            "__syncthreads\n";
+        if (conflicts_shared(c.w, now))
+          report("data race on distributed shared memory: " + what(b), now, write ? "write" : "read", &c.w,
+                 "earlier write", hint);
+        if (write && conflicts_shared(c.r, now))
+          report("data race on distributed shared memory: " + what(b), now, "write", &c.r, "earlier read", hint);
+        if (write && conflicts_shared(c.r_other, now))
+          report("data race on distributed shared memory: " + what(b), now, "write", &c.r_other, "earlier read", hint);
+      }
+      if (write) c.w = now, c.written = p.block_epoch;
+      if (read && !write) {
+        if (c.r.tid != now.tid) c.r_other = c.r;
+        c.r = now;
+      }
+    }
+    return true;
+  }
+  return false;
 }
 
 inline void access(const void* p, size_t n, bool read, bool write, bool atomic, const void* pc) {
@@ -249,6 +325,8 @@ inline void access(const void* p, size_t n, bool read, bool write, bool atomic, 
   else if ((a < g_static_hi && a + n > g_static_lo) ||
            (g_dyn_hi && a < g_dyn_hi + kSharedRedzone && a + n + kSharedRedzone > g_dyn_lo))
     shared_access(a, n, read, write, atomic, pc);
+  else if (g_cluster > 1)
+    remote_shared_access(a, n, read, write, atomic, pc);
 }
 
 }  // namespace
@@ -288,18 +366,6 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
 }
 
 void san_barrier_released() { ++g_epoch; }
-
-namespace {
-struct ParkedBlock {  // what san_block_begin set up for one block of a cluster
-  size_t block = 0;
-  uint32_t block_epoch = 0;
-  std::vector<std::array<uint32_t, 32>> vc;
-  std::vector<Span> spans;
-  uintptr_t dyn_lo = 0, dyn_hi = 0;
-  std::vector<SharedCell> sshadow;
-};
-std::vector<ParkedBlock> g_parked;
-}  // namespace
 
 void san_block_park(size_t slot) {
   if (g_parked.size() <= slot) g_parked.resize(slot + 1);

@@ -40,6 +40,7 @@ void san_enter(unsigned linear);
 void san_leave();
 
 // Scheduler services the checks use (scheduler.cpp).
+bool cluster_block_exited(size_t rank);  // block `rank` of the running cluster has no live thread
 uint64_t schedule_random();
 void yield_mid_way();  // the running thread stays runnable; others may run first
 std::string thread_name(size_t block_linear, unsigned linear);  // "block (x,y,z) thread (x,y,z) [warp w lane l]"

@@ -327,6 +327,23 @@ void cluster_sync(const char* file, int line) {
 
 unsigned cluster_size() { return g_launch ? g_launch->cluster : 1; }
 
+void* map_shared_rank(const void* p, unsigned rank) {
+  if (!g_launch || !g_cur || !g_cur->current) fatal("map_shared_rank outside a kernel");
+  const std::string by = " (" + where(*g_cur->current) + ")";
+  if (rank >= g_launch->cluster)
+    fatal("map_shared_rank to rank " + std::to_string(rank) + " of a cluster of " + std::to_string(g_launch->cluster) +
+          " blocks" + by);
+  const unsigned char* base = g_cur->smem.data() + kSharedRedzone;
+  const auto* a = static_cast<const unsigned char*>(p);
+  if (g_launch->smem == 0 || a < base || a > base + g_launch->smem)  // one past the end: an end pointer
+    fatal("map_shared_rank of an address outside this block's dynamic shared memory" + by +
+          ": the emulator maps only the dynamic arena (static __shared__ variables are swapped between the "
+          "phases of a cluster's blocks)");
+  return g_blocks[rank].smem.data() + kSharedRedzone + (a - base);
+}
+
+bool cluster_block_exited(size_t rank) { return rank < g_blocks.size() && g_blocks[rank].live == 0; }
+
 namespace {
 
 // The static __shared__ variables are globals of the executable: a block of a cluster keeps its

@@ -81,6 +81,11 @@ void mma_m16n8k16_bf16_warp(MmaLane* const lanes[32]);
 // every block of its cluster reached the same one. Also a barrier of the thread's own block.
 void cluster_sync(const char* file, int line);
 unsigned cluster_size();  // the running launch's blocks per cluster
+// Distributed shared memory (core/cluster.cuh): the address in block `rank` of the calling
+// block's cluster of what p is in the calling block's dynamic shared memory. Only the dynamic
+// arena is mapped (each block of a cluster has its own; static __shared__ variables are swapped
+// in and out between the blocks' phases); anything else aborts, as does a rank past the cluster.
+void* map_shared_rank(const void* p, unsigned rank);
 
 // Warp intrinsics are macros expanding to At{__FILE__, __LINE__}.op(...), so that an abort
 // report names the call site while default arguments (width, mask) still work.

@@ -40,7 +40,45 @@ __global__ void cluster_or_block_barrier_kernel(int* out) {
   out[blockIdx.x] = 1;
 }
 
+// Slot i of a block's arena holds the post of rank i of its cluster (C ints).
+__global__ void cluster_dsmem_exchange_kernel(int* out, int rounds, bool second_barrier) {
+  GRPO_DYNAMIC_SHARED(int, inbox);
+  const unsigned C = grpo::cluster_blocks(), rank = grpo::cluster_block_rank();
+  for (int r = 0; r < rounds; ++r) {
+    if (threadIdx.x < C) *grpo::cluster_map_shared(inbox + rank, threadIdx.x) = r * 100 + int(rank);
+    GRPO_CLUSTER_SYNC();
+    if (threadIdx.x == 1) out[size_t(r) * gridDim.x + blockIdx.x] = inbox[(rank + 1) % C] * 1000 + int(rank);
+    if (second_barrier) GRPO_CLUSTER_SYNC();
+  }
+  if (!second_barrier) GRPO_CLUSTER_SYNC();
+}
+
+__global__ void cluster_dsmem_misuse_kernel(int* out, int what) {
+  __shared__ int local;
+  GRPO_DYNAMIC_SHARED(int, arena);  // 4 ints
+  const unsigned rank = grpo::cluster_block_rank();
+  if (threadIdx.x == 0) local = 0, arena[0] = 0;
+  if (what == 0 && rank == 1) return;  // exits without the barrier block 0 passes
+  GRPO_CLUSTER_SYNC();
+  if (threadIdx.x == 0 && rank == 0) {
+    if (what == 0) *grpo::cluster_map_shared(arena, 1u) = 7;
+    if (what == 1) grpo::cluster_map_shared(arena, 1u)[4] = 7;
+    if (what == 2) *grpo::cluster_map_shared(&local, 1u) = 7;
+    if (what == 3) *grpo::cluster_map_shared(arena, 2u) = 7;
+  }
+  GRPO_CLUSTER_SYNC();
+  out[blockIdx.x] = 1;
+}
+
 }  // namespace
+
+cudaError_t cluster_dsmem_exchange(int* out, int blocks, int cluster, int rounds, bool second_barrier) {
+  return simt::launch_cluster(cluster_dsmem_exchange_kernel, dim3(blocks), dim3(64), size_t(cluster) * sizeof(int), 0,
+                              unsigned(cluster), out, rounds, second_barrier);
+}
+cudaError_t cluster_dsmem_misuse(int* out, int what) {
+  return simt::launch_cluster(cluster_dsmem_misuse_kernel, dim3(2), dim3(32), 4 * sizeof(int), 0, 2u, out, what);
+}
 
 cudaError_t cluster_exchange(int* slots, int* out, int blocks, int cluster, int rounds, bool second_barrier,
                              cudaStream_t s) {

@@ -1,7 +1,8 @@
 // Self-tests of the emulator's thread-block clusters (simt/scheduler.cpp): blocks of a cluster
 // wait for each other at the cluster barrier and keep their own shared memory, the barrier orders
 // their global memory accesses for the checks, a missing barrier is reported, misuse aborts, a
-// graph replays a cluster launch, and bad cluster sizes are refused.
+// graph replays a cluster launch, and bad cluster sizes are refused. Distributed shared memory:
+// an exchange through the blocks' arenas, a missing barrier reported as a race, misuse reported.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -53,6 +54,58 @@ TEST(SimtCluster, AMissingClusterBarrierIsAReportedRace) {
         cudaDeviceSynchronize();
       },
       "data race on global memory(.|\n)*cluster_exchange_kernel(.|\n)*SIMT_SEED=");
+}
+
+// Distributed shared memory: the same exchange through the blocks' own arenas.
+TEST(SimtCluster, BlocksOfAClusterExchangeThroughEachOthersSharedMemory) {
+  const uint64_t saved = simt::seed();
+  for (uint64_t s = 1; s <= 6; ++s) {
+    simt::set_seed(s);
+    for (const auto& [blocks, cluster] : {std::pair{8, 8}, std::pair{12, 3}, std::pair{4, 2}, std::pair{3, 1}}) {
+      const int rounds = 3;
+      DeviceBuffer<int> out(std::vector<int>(size_t(rounds) * blocks, -1));
+      ASSERT_EQ(simt_test::cluster_dsmem_exchange(out.get(), blocks, cluster, rounds, true), cudaSuccess);
+      EXPECT_EQ(out.download(), exchange_want(blocks, cluster, rounds))
+          << blocks << " blocks in clusters of " << cluster << ", seed " << s;
+    }
+  }
+  simt::set_seed(saved);
+}
+
+TEST(SimtCluster, AMissingClusterBarrierBeforeARemoteWriteIsAReportedRace) {
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
+  EXPECT_DEATH(
+      {
+        DeviceBuffer<int> out(24);
+        simt_test::cluster_dsmem_exchange(out.get(), 8, 4, 3, false);
+        cudaDeviceSynchronize();
+      },
+      "data race on distributed shared memory(.|\n)*cluster_dsmem_exchange_kernel(.|\n)*SIMT_SEED=");
+}
+
+TEST(SimtCluster, RemoteSharedMemoryMisuseIsReported) {
+  struct Case {
+    int what;
+    const char* report;
+    bool checks;  // reported by the memory checks (not in an ASan build), else by the scheduler
+  };
+  for (const Case c : {Case{0, "distributed shared memory access to a block that has exited", true},
+                       Case{1,
+                            "out-of-bounds distributed shared memory access: write of 4 bytes at the dynamic "
+                            "shared memory of block \\(1,0,0\\) \\+ 16",
+                            true},
+                       Case{2, "map_shared_rank of an address outside this block's dynamic shared memory", false},
+                       Case{3, "map_shared_rank to rank 2 of a cluster of 2 blocks", false}}) {
+    if (c.checks && !GRPO_SIMT_INSTRUMENTED) continue;
+    EXPECT_DEATH(
+        {
+          DeviceBuffer<int> out(2);
+          simt_test::cluster_dsmem_misuse(out.get(), c.what);
+          cudaDeviceSynchronize();
+        },
+        std::string(c.report) + "(.|\n)*SIMT_SEED=")
+        << "case " << c.what;
+  }
 }
 
 TEST(SimtCluster, ABarrierReachedFromTwoPlacesAborts) {
