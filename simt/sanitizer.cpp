@@ -72,6 +72,7 @@ std::vector<std::array<uint32_t, 32>> g_vc;  // per thread: the clocks of its wa
 unsigned g_countdown = 1;                    // accesses until the next seeded switch
 size_t g_cluster = 1;                        // blocks per cluster in the running launch
 uint32_t g_cluster_epoch = 0;                // the epoch the last cluster barrier released
+bool g_cluster_synced = false;               // the running cluster passed a cluster barrier
 
 // ---- shared memory: static ranges then the dynamic arena, one flat shadow ----
 struct Span {
@@ -258,8 +259,9 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
 // Distributed shared memory: an access to the dynamic arena (or its red zones) of another block of
 // the running cluster, through an address cluster_map_shared gave. Checked like the block's own
 // accesses, against that block's parked shadow: bounds, a read of a byte nobody wrote, and races
-// with the owner and the cluster's other blocks since the last cluster barrier. False when the
-// address is no other block's.
+// with the owner and the cluster's other blocks since the last cluster barrier, an access before
+// the cluster's first barrier (the owner may not have started) or after the owner exited. False
+// when the address is no other block's.
 bool remote_shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, const void* pc) {
   for (size_t slot = 0; slot < g_cluster && slot < g_parked.size(); ++slot) {
     ParkedBlock& p = g_parked[slot];
@@ -275,6 +277,10 @@ bool remote_shared_access(uintptr_t a, size_t n, bool read, bool write, bool ato
              " of " + std::to_string(n) + " bytes at " + owner + " " + (off < 0 ? "- " : "+ ") +
              std::to_string(off < 0 ? -off : off);
     };
+    if (!g_cluster_synced)
+      report("distributed shared memory access before the cluster's first barrier: " + what(a), now_access(1, pc),
+             write ? "write" : "read", nullptr, nullptr,
+             "the other blocks of a cluster may not have started yet: a cluster barrier first\n");
     if (cluster_block_exited(slot))
       report("distributed shared memory access to a block that has exited: " + what(a), now_access(1, pc),
              write ? "write" : "read", nullptr, nullptr,
@@ -351,6 +357,7 @@ void san_launch_begin(const KernelLaunch& k) {
 
 void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) {
   g_block = block_linear;
+  if (block_linear % g_cluster == 0) g_cluster_synced = false;  // a new cluster's first block
   g_block_epoch = ++g_epoch;
   // Each lane's own clock starts at 1: an access is ordered before another lane's only once a
   // collective of both raised that lane's view of it.
@@ -384,7 +391,10 @@ void san_block_resume(size_t slot) {
   std::swap(p.sshadow, g_sshadow);
 }
 
-void san_cluster_released() { g_cluster_epoch = ++g_epoch; }
+void san_cluster_released() {
+  g_cluster_epoch = ++g_epoch;
+  g_cluster_synced = true;
+}
 
 void san_collective(unsigned warp, unsigned mask) {
   std::array<uint32_t, 32> join{};

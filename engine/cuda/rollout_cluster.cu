@@ -3,7 +3,11 @@
 // whose rows of fc1.weight it keeps in shared memory for all T steps. A step is the product of
 // the cluster's h1 rows with the block's columns (a1), the cluster barrier, the fused step of
 // rollout_step_block for the block's games (the next step's h1), and the barrier again: no
-// launch, no graph node and no read of W1 from L2 between steps.
+// launch, no graph node and no read of W1 from L2 between steps. The blocks exchange a1 and h1
+// through distributed shared memory: the product writes each a1 element into the shared memory
+// of the block that runs its game, and the step writes each h1 row into every block's staged
+// rows, so no step waits for L2 but the first (step 0's h1). Both also go to global memory, for
+// the loss pass.
 //
 // Each a1 element is one fmaf chain over k ascending from 0, plus 0 (the bias the few-row kernel
 // adds, absent here): the sums of kernels/matmul_few_rows.cu (rollout_cluster_product.cuh), and
@@ -88,6 +92,49 @@ struct OnChipParams {
   }
 };
 
+// Where the block's product puts a1 element (row, col) of a step (row of the cluster's games,
+// col of the block's columns): the step's a1 in global memory, which the loss pass reads, and the
+// a1 rows of the block that runs the game (game row i on block i % C, its row i / C there),
+// through distributed shared memory.
+struct A1Out {
+  float* global;  // (row, col) at global[row * H + col]
+  unsigned H;
+  float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
+  unsigned pitch, C;
+  __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
+    global[size_t(row) * H + col] = v;
+    *cluster_map_shared(rows + size_t(row / C) * pitch + col, row % C) = v;
+  }
+};
+
+// The next step's h1 row of game row `row`, four columns at a time, into that row of the staged
+// h1 rows (xs) of every block of the cluster, rounded as the global copy the product would
+// otherwise stage (T: fp32 or bf16).
+template <class T>
+struct H1ToCluster {
+  T* xs;
+  unsigned stride, row, C;
+  __device__ __forceinline__ void operator()(unsigned col0, unsigned n, const float (&v)[4]) const {
+    T* local = xs + size_t(row) * stride + col0;
+    for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);
+  }
+};
+
+// The kernel's dynamic shared memory, in bytes from its start: the on-chip parameters, the
+// block's rows of W1 (ws), the cluster's h1 rows (xs, the most rows a cluster has), then the a1
+// rows of the block's games (16-byte aligned, H rounded up to 4 floats each).
+struct SmemLayout {
+  size_t ws, xs, a1, bytes;
+  unsigned a1_pitch;
+  GRPO_HD SmemLayout(unsigned H, unsigned D, unsigned width, unsigned max_rows, unsigned stride, size_t elem) {
+    ws = size_t(OnChipParams(H, D).floats) * sizeof(float);
+    xs = ws + size_t(width) * stride * elem;
+    a1 = (xs + size_t(max_rows) * stride * elem + 15) / 16 * 16;
+    a1_pitch = (H + 3) / 4 * 4;
+    bytes = a1 + size_t((max_rows + kClusterBlocks - 1) / kClusterBlocks) * a1_pitch * sizeof(float);
+  }
+};
+
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps.
 template <class T, bool kMma>
@@ -95,16 +142,18 @@ __global__ void __launch_bounds__(kStepThreads)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
                            unsigned clusters, bool vec) {
   __shared__ StepShared sh;
-  GRPO_DYNAMIC_SHARED(T, smem);
+  GRPO_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned C = cluster_blocks(), rank = cluster_block_rank(), cluster = blockIdx.x / C;
   const unsigned N = unsigned(s.N), H = unsigned(s.H), stride = smem_stride(H, kMma);
   const unsigned g0 = unsigned(size_t(cluster) * N / clusters), g1 = unsigned(size_t(cluster + 1) * N / clusters);
   const unsigned rows = g1 - g0, width = (H + C - 1) / C;  // columns per block (the last may have fewer)
   const unsigned c0 = min(H, rank * width), cols = min(H, c0 + width) - c0;
   const OnChipParams op(H, unsigned(s.D));
+  const SmemLayout at(H, unsigned(s.D), width, (N + clusters - 1) / clusters, stride, sizeof(T));
   float* on_chip = reinterpret_cast<float*>(smem);
-  T* ws = reinterpret_cast<T*>(on_chip + op.floats);  // [cols][stride]: the block's rows of W1
-  T* xs = ws + size_t(width) * stride;                // [rows][stride]: this step's h1 rows of the cluster's games
+  T* ws = reinterpret_cast<T*>(smem + at.ws);           // [cols][stride]: the block's rows of W1
+  T* xs = reinterpret_cast<T*>(smem + at.xs);           // [rows][stride]: this step's h1 rows of the cluster's games
+  float* a1s = reinterpret_cast<float*>(smem + at.a1);  // [games][a1_pitch]: the a1 rows of the block's games
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
   ParamViews p = s.p;
   p.fc_in_w = on_chip + op.fc_in_w, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
@@ -115,21 +164,24 @@ __global__ void __launch_bounds__(kStepThreads)
   stage_rows(p.ln_gamma, H, s.p.ln_gamma, 1, H);
   stage_rows(p.ln_beta, H, s.p.ln_beta, 1, H);
   if (threadIdx.x < unsigned(kActions)) p.fc_out_b[threadIdx.x] = s.p.fc_out_b[threadIdx.x];
+  stage_rows(xs, stride, X + size_t(g0) * H, rows, H);  // step 0's; the later steps' come from the blocks
+  GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory may be written
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
-    stage_rows(xs, stride, X + (shift + g0) * H, rows, H);
-    __syncthreads();
+    const A1Out out{s.now.a1 + (shift + g0) * H + c0, H, a1s + c0, at.a1_pitch, C};
     if constexpr (kMma)
-      product_mma(xs, ws, rows, cols, H, s.now.a1, shift + g0, c0);
+      product_mma(xs, ws, rows, cols, H, out);
     else
-      product(xs, ws, rows, cols, width, H, s.now.a1, shift + g0, c0);
-    GRPO_CLUSTER_SYNC();  // the cluster's a1 rows of step t are whole
+      product(xs, ws, rows, cols, width, H, out);
+    GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
     for (unsigned g = g0 + rank; g < g1; g += C) {
-      rollout_step_block(cfg, s, p, t, shift, g, t + 1 == steps, vec, sh);
+      const unsigned i = g - g0;
+      rollout_step_block(cfg, s, p, t, shift, g, t + 1 == steps, vec, sh, a1s + size_t(i / C) * at.a1_pitch,
+                         H1ToCluster<T>{xs, stride, i, C});
       __syncthreads();  // sh is the next game's
     }
-    GRPO_CLUSTER_SYNC();  // the cluster's h1 rows of step t + 1 are whole, xs is free
+    GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
   }
 }
 
@@ -184,8 +236,9 @@ Plan plan_uncached(int N, int H, int D, unsigned clusters) {
   const auto with = [&](int k) {
     Plan p;
     p.clusters = unsigned(std::clamp(k, 1, N));
-    p.smem = OnChipParams(unsigned(H), unsigned(D)).floats * sizeof(float) +
-             (width + (size_t(N) + p.clusters - 1) / p.clusters) * smem_stride(unsigned(H), kMma) * sizeof(T);
+    p.smem = SmemLayout(unsigned(H), unsigned(D), unsigned(width), unsigned((N + p.clusters - 1) / p.clusters),
+                        smem_stride(unsigned(H), kMma), sizeof(T))
+                 .bytes;
     return p;
   };
   if (limit == 0) return Plan{};

@@ -1,6 +1,7 @@
 // The cluster kernel's product (rollout_cluster.cu): a step's a1 rows of the cluster's games for
 // the block's columns of fc1, from shared memory: the cluster's h1 rows (xs, `rows` of them) and
-// the block's rows of W1 (ws, `cols` of them), each row H elements, `stride` apart.
+// the block's rows of W1 (ws, `cols` of them), each row H elements, `stride` apart. Each element
+// goes to out(row, col, value): row of the cluster's rows, col of the block's columns.
 //
 // Two ways, each sum over k ascending from 0, plus 0 (the bias the few-row kernel adds, absent
 // here), as kernels/matmul_few_rows.cu sums:
@@ -42,12 +43,30 @@ __device__ __forceinline__ void load4_smem(const Bf16* p, float (&v)[4]) {
   v[2] = to_float(Bf16{uint16_t(t.y & 0xFFFFu)}), v[3] = to_float(Bf16{uint16_t(t.y >> 16)});
 }
 
+// p[0 .. n-1] = v (n <= 4), rounded to T; p 16-byte (fp32) or 8-byte (bf16) aligned when n == 4.
+// p may lie in another block's shared memory (rollout_cluster.cu's staged h1 rows).
+__device__ __forceinline__ void store4_smem(float* p, unsigned n, const float (&v)[4]) {
+  if (n == 4) {
+    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    return;
+  }
+  for (unsigned k = 0; k < n; ++k) p[k] = v[k];
+}
+__device__ __forceinline__ void store4_smem(Bf16* p, unsigned n, const float (&v)[4]) {
+  if (n == 4) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
+                                              uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+    return;
+  }
+  for (unsigned k = 0; k < n; ++k) p[k] = to_bf16(v[k]);
+}
+
 // A thread owns a column j and every sets-th row from its set, up to kRowTile at a time, and
 // walks k four at a time, so one load of W1 serves up to kRowTile fmaf and one load of a row
 // (a warp broadcast) serves four.
-template <class T>
+template <class T, class Out>
 __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows, unsigned cols, unsigned width,
-                                        unsigned H, float* a1, size_t first_row, unsigned c0) {
+                                        unsigned H, const Out& out) {
   const unsigned stride = smem_stride(H, false), sets = max(1u, unsigned(kStepThreads) / width);
   for (unsigned item = threadIdx.x; item < sets * width; item += kStepThreads) {
     const unsigned j = item % width, set = item / width;
@@ -76,7 +95,7 @@ __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows,
           acc[i] = fmaf(widen(xs[size_t(r0 + i * sets) * stride + k]), widen(w[k]), acc[i]);
 #pragma unroll
       for (unsigned i = 0; i < kRowTile; ++i)
-        if (i < n) a1[(first_row + r0 + i * sets) * H + c0 + j] = acc[i] + 0.f;
+        if (i < n) out(r0 + i * sets, j, acc[i] + 0.f);
     }
   }
 }
@@ -96,8 +115,9 @@ __device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, uns
 // of A alone and column j on column j of B, so a lane whose row of A (past `rows`) or column of B
 // (past `cols`) is not there reads the cluster's first h1 row instead (staged, so initialised)
 // and its results in that row or column are not stored: no branch in the loop but its last step.
+template <class Out>
 __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
-                                            float* a1, size_t first_row, unsigned c0) {
+                                            const Out& out) {
   const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   const unsigned row_tiles = (rows + 15) / 16, col_groups = (cols + 8 * kMmaTiles - 1) / (8 * kMmaTiles);
   // Warp-uniform: every lane of a warp takes the same items, as mma.sync requires.
@@ -136,7 +156,7 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
 #pragma unroll
       for (unsigned e = 0; e < 4; ++e) {
         const unsigned row = m0 + g + 8 * (e / 2), col = n0 + 8 * p + 2 * q + e % 2;
-        if (row < rows && col < cols) a1[(first_row + row) * H + c0 + col] = d[p][e] + 0.f;
+        if (row < rows && col < cols) out(row, col, d[p][e] + 0.f);
       }
   }
 }

@@ -32,13 +32,23 @@ struct StepShared {
   float obs[kMaxObs];
 };
 
+// Where else the next step's h1 goes, four columns at a time (col0, n <= 4 of them, the values
+// before any rounding to bf16): nowhere for the stepwise kernel; the cluster kernel also writes
+// the row into every block's staged h1 rows (rollout_cluster.cu).
+struct NoH1Copy {
+  __device__ __forceinline__ void operator()(unsigned, unsigned, const float (&)[4]) const {}
+};
+
 // Step t of game g: s holds step 0's pointers, or step t's with shift 0; rows shift.. are step
 // t's. The last step (last) writes no next trunk. p: the parameters it reads (fc_in_w, ln_gamma,
 // ln_beta, fc1_b, fc_out_w, fc_out_b), s.p's or a copy of them in shared memory, aligned as
-// s.p's are (vec). Every thread of the block calls it; it may return before its last barrier,
-// so a caller that runs it again first passes a __syncthreads.
+// s.p's are (vec). a1_row: the game's a1 row, s.now.a1's or a copy (16-byte aligned where vec).
+// Every thread of the block calls it; it may return before its last barrier, so a caller that
+// runs it again first passes a __syncthreads.
+template <class H1Copy = NoH1Copy>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
-                                          uint32_t t, size_t shift, unsigned g, bool last, bool vec, StepShared& sh) {
+                                          uint32_t t, size_t shift, unsigned g, bool last, bool vec, StepShared& sh,
+                                          const float* a1_row = nullptr, const H1Copy& h1_copy = H1Copy{}) {
   using namespace row_welford_ops;
   constexpr unsigned kAll = 0xFFFFFFFFu;
   const unsigned tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -54,7 +64,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
 
   // Head: z = dropout(gelu(a1 + b1)) W_out^T, this thread's columns, then the block's sum.
-  const float* a1 = s.now.a1 + row * H;
+  const float* a1 = a1_row ? a1_row : s.now.a1 + row * H;
   const float scale = dropout_scale(s.dropout);
   float z[kActions] = {0.f, 0.f, 0.f};
   for (unsigned c = tid; c < groups; c += kStepThreads) {
@@ -158,6 +168,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     load4(p.ln_beta + 4 * c, n, vec, be);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
+    h1_copy(4 * c, n, v);
     if (h1_bf16)
       store4_bf16(h1_bf16 + 4 * c, n, vec, v);
     else

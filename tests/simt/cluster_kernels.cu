@@ -44,6 +44,7 @@ __global__ void cluster_or_block_barrier_kernel(int* out) {
 __global__ void cluster_dsmem_exchange_kernel(int* out, int rounds, bool second_barrier) {
   GRPO_DYNAMIC_SHARED(int, inbox);
   const unsigned C = grpo::cluster_blocks(), rank = grpo::cluster_block_rank();
+  GRPO_CLUSTER_SYNC();  // every block of the cluster has started
   for (int r = 0; r < rounds; ++r) {
     if (threadIdx.x < C) *grpo::cluster_map_shared(inbox + rank, threadIdx.x) = r * 100 + int(rank);
     GRPO_CLUSTER_SYNC();
@@ -58,6 +59,7 @@ __global__ void cluster_dsmem_misuse_kernel(int* out, int what) {
   GRPO_DYNAMIC_SHARED(int, arena);  // 4 ints
   const unsigned rank = grpo::cluster_block_rank();
   if (threadIdx.x == 0) local = 0, arena[0] = 0;
+  if (what == 4 && threadIdx.x == 0 && rank == 0) *grpo::cluster_map_shared(arena + 1, 1u) = 7;
   if (what == 0 && rank == 1) return;  // exits without the barrier block 0 passes
   GRPO_CLUSTER_SYNC();
   if (threadIdx.x == 0 && rank == 0) {

@@ -54,12 +54,13 @@ cudaError_t cluster_or_block_barrier(int* out);
 // shared memory instead of global memory. Each round every block writes r * 100 + its rank into
 // slot `rank` of every block of its cluster (grpo::cluster_map_shared), passes the cluster
 // barrier, and writes out[r * blocks + b] = (slot of its next rank) * 1000 + its rank; with
-// second_barrier false the next round's writes race with the reads (planted bug). A last barrier
-// keeps every block's arena until the others are done.
+// second_barrier false the next round's writes race with the reads (planted bug). A first
+// barrier waits for every block to start, a last one keeps every block's arena until the others
+// are done.
 cudaError_t cluster_dsmem_exchange(int* out, int blocks, int cluster, int rounds, bool second_barrier);
 // Misuses, clusters of 2: `what` 0: block 1 exits while block 0 writes its shared memory after a
 // cluster barrier; 1: a write one int past block 1's arena; 2: mapping a static __shared__
-// variable; 3: mapping to rank 2.
+// variable; 3: mapping to rank 2; 4: a write into block 1's arena before the first barrier.
 cudaError_t cluster_dsmem_misuse(int* out, int what);
 // The warp-level bf16 product (mma_kernels.cu, core/mma.cuh): `warps` warps of one block, warp w
 // computing D = A B + C for its tile (A [16][16] at a + 256 w; B [8][16] at b + 128 w, column n's

@@ -95,7 +95,8 @@ TEST(SimtCluster, RemoteSharedMemoryMisuseIsReported) {
                             "shared memory of block \\(1,0,0\\) \\+ 16",
                             true},
                        Case{2, "map_shared_rank of an address outside this block's dynamic shared memory", false},
-                       Case{3, "map_shared_rank to rank 2 of a cluster of 2 blocks", false}}) {
+                       Case{3, "map_shared_rank to rank 2 of a cluster of 2 blocks", false},
+                       Case{4, "distributed shared memory access before the cluster's first barrier", true}}) {
     if (c.checks && !GRPO_SIMT_INSTRUMENTED) continue;
     EXPECT_DEATH(
         {
