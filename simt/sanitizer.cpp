@@ -8,7 +8,10 @@
 //     not ordered (same block: a barrier between them, or a warp collective of both) are reported;
 //   - shared memory (static __shared__ and the dynamic arena): the same race rule per byte within
 //     a block, a read of a byte no thread of the block wrote yet, and an access just outside the
-//     dynamic arena (its red zones).
+//     dynamic arena (its red zones);
+//   - distributed shared memory (another block's dynamic arena in a cluster): the same checks
+//     against the owner's shadow, plus races with the owner and the other blocks (a cluster
+//     barrier orders them), and an access before the cluster's first barrier or to an exited block.
 // Ordering: __syncthreads starts a new interval (epochs); inside one, lanes of a warp are ordered
 // by the warp collectives they complete together, tracked with a 32-entry vector clock per thread.
 // Blocks of one thread-block cluster are ordered by the cluster barriers between them.
