@@ -62,7 +62,7 @@ for w in wanted:
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.
 for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racecheck", "bench_epoch --preset reference",
              "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop off",
-             "--cluster-rollout on", "--cluster-rollout mma"):
+             "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)
 expect(md.startswith("# GPU check: none"), "report title")
 expect("| check | result | figure | s |" in md.split("## Device")[0], "summary table before the details")

@@ -35,12 +35,14 @@ def _train_pair(kit, name, runs, epochs):
 
 
 def sanitizers(kit):
-    """Each tool over test_kernels_cuda and over a 3-epoch grpo train, eager and graph (the
-    graph run captures after its eager epoch 0, so both launch paths are covered)."""
+    """Each tool over test_kernels_cuda, over the cluster rollout's tests (the one kernel with
+    thread-block clusters and distributed shared memory, which no training run below takes) and
+    over a 3-epoch grpo train, eager and graph (the graph run captures after its eager epoch 0,
+    so both launch paths are covered)."""
     tools = ["memcheck"] if kit.quick else TOOLS
     if kit.quick:
         kit.not_run("compute-sanitizer racecheck, synccheck, initcheck", "--quick")
-    if not kit.have("grpo", "test_kernels_cuda"):
+    if not kit.have("grpo", "test_kernels_cuda", "test_engine_cuda"):
         for t in tools:
             kit.not_run("compute-sanitizer " + t, "the build failed")
         return
@@ -51,6 +53,8 @@ def sanitizers(kit):
             cs += ["--racecheck-report", "all"]
         counts, logs, status, seconds = {}, [], "pass", 0.0
         runs = [("kernel-tests", cs + [kit.bin("test_kernels_cuda"), "--gtest_brief=1"], None),
+                ("cluster-tests", cs + [kit.bin("test_engine_cuda"), "--gtest_brief=1",
+                                        "--gtest_filter=RolloutClusterCuda.*"], None),
                 ("train-eager", None, ["--backend", "cuda", "--no-graph"]),
                 ("train-graph", None, ["--backend", "cuda"])]
         for what, argv, extra in runs:
