@@ -100,6 +100,9 @@ struct ParkedBlock {  // what san_block_begin set up for one block of a cluster
   std::vector<SharedCell> sshadow;
 };
 std::vector<ParkedBlock> g_parked;
+// Per slot: the last access another block made to its arena in the running cluster (epoch 0:
+// none), for the report when the slot's block exits before a cluster barrier orders it.
+std::vector<Access> g_remote_touch;
 
 // ---- global memory shadow: one cell per 4-byte word of the arena, mapped on demand ----
 GlobalCell* g_gshadow = nullptr;
@@ -253,7 +256,10 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
     }
     if (write) c.w = now, c.written = g_block_epoch;
     if (read && !write) {
-      if (c.r.epoch == g_epoch && (c.r.tid % g_nthreads) / 32 != g_cur / 32) c.r_other = c.r;
+      const bool other_block = c.r.tid / g_nthreads != g_block;  // a read through distributed shared memory
+      if ((other_block && c.r.epoch >= g_cluster_epoch) ||
+          (!other_block && c.r.epoch == g_epoch && (c.r.tid % g_nthreads) / 32 != g_cur / 32))
+        c.r_other = c.r;
       c.r = now;
     }
   }
@@ -270,16 +276,18 @@ bool remote_shared_access(uintptr_t a, size_t n, bool read, bool write, bool ato
     ParkedBlock& p = g_parked[slot];
     if (p.block == g_block || p.dyn_hi == 0 || a >= p.dyn_hi + kSharedRedzone || a + n + kSharedRedzone <= p.dyn_lo)
       continue;
-    const std::string block = thread_name(p.block, 0);
-    const std::string owner = "the dynamic shared memory of " + block.substr(0, block.find(" thread"));
-    const auto what = [&](uintptr_t b) {
+    const auto what = [&](uintptr_t b) {  // for a report only: building it costs more than the checks
+      const std::string block = thread_name(p.block, 0);
       const long off = long(b) - long(p.dyn_lo);
       return std::string(write && !read  ? "write"
                          : read && write ? "update"
                                          : "read") +
-             " of " + std::to_string(n) + " bytes at " + owner + " " + (off < 0 ? "- " : "+ ") +
+             " of " + std::to_string(n) + " bytes at the dynamic shared memory of " +
+             block.substr(0, block.find(" thread")) + " " + (off < 0 ? "- " : "+ ") +
              std::to_string(off < 0 ? -off : off);
     };
+    if (g_remote_touch.size() <= slot) g_remote_touch.resize(slot + 1);
+    g_remote_touch[slot] = now_access(1, pc);
     if (!g_cluster_synced)
       report("distributed shared memory access before the cluster's first barrier: " + what(a), now_access(1, pc),
              write ? "write" : "read", nullptr, nullptr,
@@ -360,7 +368,10 @@ void san_launch_begin(const KernelLaunch& k) {
 
 void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) {
   g_block = block_linear;
-  if (block_linear % g_cluster == 0) g_cluster_synced = false;  // a new cluster's first block
+  if (block_linear % g_cluster == 0) {  // a new cluster's first block
+    g_cluster_synced = false;
+    g_remote_touch.assign(g_cluster, Access{});
+  }
   g_block_epoch = ++g_epoch;
   // Each lane's own clock starts at 1: an access is ordered before another lane's only once a
   // collective of both raised that lane's view of it.
@@ -392,6 +403,19 @@ void san_block_resume(size_t slot) {
   std::swap(p.vc, g_vc);
   std::swap(p.spans, g_spans);
   std::swap(p.sshadow, g_sshadow);
+}
+
+void san_block_exited(size_t slot) {
+  if (!checks_on() || slot >= g_remote_touch.size()) return;
+  const Access& touch = g_remote_touch[slot];
+  if (touch.epoch >= g_launch_epoch && touch.epoch >= g_cluster_epoch) {
+    const Access now = now_access(1, g_k->func);  // the exiting thread; no code address of its own
+    report(
+        "a block exited while another block of its cluster accessed its shared memory with no cluster barrier "
+        "between",
+        now, "exit", &touch, "access (distributed shared memory)",
+        "a block's shared memory ends with it: a cluster barrier before it exits keeps it for the others\n");
+  }
 }
 
 void san_cluster_released() {

@@ -33,6 +33,9 @@ void san_barrier_released();  // every live thread of the block passed one barri
 void san_block_park(size_t slot);
 void san_block_resume(size_t slot);
 void san_cluster_released();
+// Block `slot` of the running cluster has no live thread left (distributed shared memory: an
+// access to its arena since the last cluster barrier is then a report).
+void san_block_exited(size_t slot);
 void san_collective(unsigned warp, unsigned mask);  // lanes of mask completed a warp collective
 // The checks see accesses only between san_enter (a kernel thread is about to run) and
 // san_leave (it stopped); emulator code running on a fiber calls san_leave first.

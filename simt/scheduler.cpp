@@ -380,6 +380,7 @@ void start_block(const KernelLaunch& k, Block& B, size_t b) {
       san_leave();
       t.state = State::Done;
       --B.live;
+      if (B.live == 0 && k.cluster > 1) san_block_exited(size_t(&B - g_blocks.data()));
       check_exit(t);
       asan_to_scheduler(t.linear, true);
       return std::move(t.sched);

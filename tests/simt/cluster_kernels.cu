@@ -62,8 +62,9 @@ __global__ void cluster_dsmem_misuse_kernel(int* out, int what) {
   if (what == 4 && threadIdx.x == 0 && rank == 0) *grpo::cluster_map_shared(arena + 1, 1u) = 7;
   if (what == 0 && rank == 1) return;  // exits without the barrier block 0 passes
   GRPO_CLUSTER_SYNC();
+  if (what == 5 && rank == 1) return;  // exits in the phase in which block 0 writes into it
   if (threadIdx.x == 0 && rank == 0) {
-    if (what == 0) *grpo::cluster_map_shared(arena, 1u) = 7;
+    if (what == 0 || what == 5) *grpo::cluster_map_shared(arena, 1u) = 7;
     if (what == 1) grpo::cluster_map_shared(arena, 1u)[4] = 7;
     if (what == 2) *grpo::cluster_map_shared(&local, 1u) = 7;
     if (what == 3) *grpo::cluster_map_shared(arena, 2u) = 7;

@@ -60,7 +60,8 @@ cudaError_t cluster_or_block_barrier(int* out);
 cudaError_t cluster_dsmem_exchange(int* out, int blocks, int cluster, int rounds, bool second_barrier);
 // Misuses, clusters of 2: `what` 0: block 1 exits while block 0 writes its shared memory after a
 // cluster barrier; 1: a write one int past block 1's arena; 2: mapping a static __shared__
-// variable; 3: mapping to rank 2; 4: a write into block 1's arena before the first barrier.
+// variable; 3: mapping to rank 2; 4: a write into block 1's arena before the first barrier; 5:
+// block 1 exits after the first barrier while block 0 writes into its arena, no barrier between.
 cudaError_t cluster_dsmem_misuse(int* out, int what);
 // The warp-level bf16 product (mma_kernels.cu, core/mma.cuh): `warps` warps of one block, warp w
 // computing D = A B + C for its tile (A [16][16] at a + 256 w; B [8][16] at b + 128 w, column n's

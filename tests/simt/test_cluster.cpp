@@ -109,6 +109,26 @@ TEST(SimtCluster, RemoteSharedMemoryMisuseIsReported) {
   }
 }
 
+// The owner exits in the phase in which another block writes into its shared memory: reported
+// whichever of the two runs first (the seeds shuffle the blocks' order within the phase).
+TEST(SimtCluster, AnOwnerExitingBesideARemoteWriteIsReportedInEitherOrder) {
+  if (!GRPO_SIMT_INSTRUMENTED) GTEST_SKIP() << "built without the memory checks' instrumentation (an ASan build)";
+  const uint64_t saved = simt::seed();
+  for (uint64_t s = 1; s <= 8; ++s) {
+    EXPECT_DEATH(
+        {
+          simt::set_seed(s);
+          DeviceBuffer<int> out(2);
+          simt_test::cluster_dsmem_misuse(out.get(), 5);
+          cudaDeviceSynchronize();
+        },
+        "(distributed shared memory access to a block that has exited|a block exited while another block of its "
+        "cluster accessed its shared memory with no cluster barrier between)(.|\n)*SIMT_SEED=")
+        << "seed " << s;
+  }
+  simt::set_seed(saved);
+}
+
 TEST(SimtCluster, ABarrierReachedFromTwoPlacesAborts) {
   EXPECT_DEATH(
       {

@@ -42,7 +42,7 @@ def sanitizers(kit):
     tools = ["memcheck"] if kit.quick else TOOLS
     if kit.quick:
         kit.not_run("compute-sanitizer racecheck, synccheck, initcheck", "--quick")
-    if not kit.have("grpo", "test_kernels_cuda", "test_engine_cuda"):
+    if not kit.have("grpo", "test_kernels_cuda"):
         for t in tools:
             kit.not_run("compute-sanitizer " + t, "the build failed")
         return
@@ -52,11 +52,14 @@ def sanitizers(kit):
         if t == "racecheck":
             cs += ["--racecheck-report", "all"]
         counts, logs, status, seconds = {}, [], "pass", 0.0
-        runs = [("kernel-tests", cs + [kit.bin("test_kernels_cuda"), "--gtest_brief=1"], None),
-                ("cluster-tests", cs + [kit.bin("test_engine_cuda"), "--gtest_brief=1",
-                                        "--gtest_filter=RolloutClusterCuda.*"], None),
-                ("train-eager", None, ["--backend", "cuda", "--no-graph"]),
-                ("train-graph", None, ["--backend", "cuda"])]
+        runs = [("kernel-tests", cs + [kit.bin("test_kernels_cuda"), "--gtest_brief=1"], None)]
+        if kit.have("test_engine_cuda"):
+            runs.append(("cluster-tests", cs + [kit.bin("test_engine_cuda"), "--gtest_brief=1",
+                                                "--gtest_filter=RolloutClusterCuda.*"], None))
+        else:  # the other runs still go
+            counts["cluster-tests"], status = "not built", "not run"
+        runs += [("train-eager", None, ["--backend", "cuda", "--no-graph"]),
+                 ("train-graph", None, ["--backend", "cuda"])]
         for what, argv, extra in runs:
             if argv is not None:
                 res = kit.run.run("%s-%s" % (t, what), argv, 240)
