@@ -236,9 +236,14 @@ Plan plan_uncached(int N, int H, int D, unsigned clusters) {
   const auto with = [&](int k) {
     Plan p;
     p.clusters = unsigned(std::clamp(k, 1, N));
-    p.smem = SmemLayout(unsigned(H), unsigned(D), unsigned(width), unsigned((N + p.clusters - 1) / p.clusters),
-                        smem_stride(unsigned(H), kMma), sizeof(T))
-                 .bytes;
+    const SmemLayout at(unsigned(H), unsigned(D), unsigned(width), unsigned((N + p.clusters - 1) / p.clusters),
+                        smem_stride(unsigned(H), kMma), sizeof(T));
+    // The vector accesses' alignment (16-byte rows of fp32 and a1, 8-byte of bf16), which the
+    // emulator cannot check: a misaligned float4 faults only on a GPU.
+    if (at.ws % 16 != 0 || at.xs % (sizeof(T) == 4 ? 16 : 8) != 0 || at.a1 % 16 != 0 ||
+        smem_stride(unsigned(H), kMma) * sizeof(T) % (sizeof(T) == 4 ? 16 : 8) != 0)
+      throw std::logic_error("rollout_cluster_cuda: shared-memory layout misaligned");
+    p.smem = at.bytes;
     return p;
   };
   if (limit == 0) return Plan{};
