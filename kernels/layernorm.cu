@@ -169,7 +169,12 @@ namespace {
 
 constexpr int kInTile = 32;  // columns of a block in the input backward's column pass: one per lane
 constexpr int kInWarps = kBlock / 32;
-constexpr int kInSums = 2 + kLayerNormMaxObs;
+// The column pass is compiled for exactly the default game's observation width (1 + 3 Fmax = 10),
+// and for any width up to 10 or 25. Its loop over d is unrolled; with a runtime D its d < D
+// tests compile to predicated instructions that issue whether or not they run, and to the
+// comparisons that set them (at D = 10 the kernel for 25 issued ~160 instructions an element,
+// the one for exactly 10 ~80): the pass is bound by issue, not by HBM, at these counts.
+constexpr int kInSmallD = 10;
 // Rows a warp of the column pass loads before it uses the first: its loads are 128 bytes a row
 // and tensor, so one row at a time leaves HBM mostly idle.
 constexpr unsigned kInRows = 4;
@@ -179,12 +184,14 @@ constexpr unsigned kInRows = 4;
 // dh0 from the row's two means (stats, from the stats-only row kernel) and adds dh1 xhat, dh1 and
 // dh0 X[row, d] (d < D) to its column's 2 + D sums, rows in order; the 8 warps' sums meet in
 // shared memory, added in warp order, into partial[(q * chunks + chunk) * N + col].
+template <int kMaxD, bool kExactD>
 __global__ void __launch_bounds__(kBlock, 3)
     layernorm_input_grad_kernel(const float* __restrict__ dh1, const float* __restrict__ h0,
                                 const float* __restrict__ X, const float* __restrict__ gamma,
                                 const float* __restrict__ mean, const float* __restrict__ rstd,
                                 const float* __restrict__ stats, int M, int N, int D, unsigned rows_per_chunk,
                                 float* __restrict__ partial) {
+  constexpr int kInSums = 2 + kMaxD;
   __shared__ float sums[kInWarps][kInSums][kInTile];
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned col = blockIdx.x * kInTile + lane;
@@ -214,8 +221,8 @@ __global__ void __launch_bounds__(kBlock, 3)
       acc[1] += dy[i];
       const float* xr = X + ri * D;
 #pragma unroll
-      for (int d = 0; d < kLayerNormMaxObs; ++d)
-        if (d < D) acc[2 + d] += d0 * xr[d];
+      for (int d = 0; d < kMaxD; ++d)
+        if (kExactD || d < D) acc[2 + d] += d0 * xr[d];
     }
   }
 #pragma unroll
@@ -311,8 +318,11 @@ void layernorm_input_backward_cuda(const float* dh1, const float* h0, const floa
       launch(layernorm_residual_backward_kernel<kBlock, true>, dim3(unsigned(M)), dim3(kBlock),
              row_smem_bytes<kBlock>(), stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
   }
-  launch(layernorm_input_grad_kernel, dim3(ceil_div(size_t(N), kInTile), chunks), dim3(kBlock), 0, stream, dh1, h0, X,
-         gamma, mean, rstd, static_cast<const float*>(stats), M, N, D, colsum::rows_per_chunk(size_t(M)), partial);
+  launch(D == kInSmallD  ? layernorm_input_grad_kernel<kInSmallD, true>
+         : D < kInSmallD ? layernorm_input_grad_kernel<kInSmallD, false>
+                         : layernorm_input_grad_kernel<kLayerNormMaxObs, false>,
+         dim3(ceil_div(size_t(N), kInTile), chunks), dim3(kBlock), 0, stream, dh1, h0, X, gamma, mean, rstd,
+         static_cast<const float*>(stats), M, N, D, colsum::rows_per_chunk(size_t(M)), partial);
   launch(layernorm_input_finish_kernel, dim3(ceil_div(size_t(2 + D) * N, kBlock)), dim3(kBlock), 0, stream,
          static_cast<const float*>(partial), chunks, N, D, dgamma, dbeta, dW_in);
 }
