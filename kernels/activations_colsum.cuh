@@ -42,24 +42,6 @@ __device__ __forceinline__ void write_partials(const float (&acc)[NACC][4], int 
   }
 }
 
-template <int NACC, class F>
-__device__ __forceinline__ void stage1(const F& f, int M, int N, unsigned rows_per_chunk, float* partial) {
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const unsigned col0 = blockIdx.x * kTileCols + 4 * lane;
-  const size_t r0 = size_t(blockIdx.y) * rows_per_chunk;
-  const size_t r1 = std::min(size_t(M), r0 + rows_per_chunk);
-  float acc[NACC][4];
-#pragma unroll
-  for (int a = 0; a < NACC; ++a)
-#pragma unroll
-    for (int k = 0; k < 4; ++k) acc[a][k] = 0.f;
-  if (col0 < unsigned(N)) {
-    const unsigned n = std::min(4u, unsigned(N) - col0);
-    for (size_t r = r0 + warp; r < r1; r += kWarps) f(r, col0, n, acc);
-  }
-  write_partials<NACC>(acc, N, partial);
-}
-
 // F as above, split in two: f.load(row, col0, n) returns the row's inputs (an F::Row, loads
 // only) and f.use(row, col0, n, const F::Row&, acc) does the rest. Rows past the chunk's end are
 // neither loaded nor used.
@@ -87,6 +69,22 @@ __device__ __forceinline__ void stage1_rows(const F& f, int M, int N, unsigned r
     }
   }
   write_partials<NACC>(acc, N, partial);
+}
+
+// F(row, col0, n, acc) in one piece: stage1_rows with a row's loads and use together, one row a
+// warp at a time.
+template <int NACC, class F>
+struct WholeRows {
+  const F& f;
+  struct Row {};
+  __device__ __forceinline__ Row load(size_t, unsigned, unsigned) const { return {}; }
+  __device__ __forceinline__ void use(size_t row, unsigned col0, unsigned n, const Row&, float (&acc)[NACC][4]) const {
+    f(row, col0, n, acc);
+  }
+};
+template <int NACC, class F>
+__device__ __forceinline__ void stage1(const F& f, int M, int N, unsigned rows_per_chunk, float* partial) {
+  stage1_rows<NACC, 1>(WholeRows<NACC, F>{f}, M, N, rows_per_chunk, partial);
 }
 
 inline dim3 stage1_grid(int M, int N) { return dim3(ceil_div(size_t(N), kTileCols), chunks(size_t(M))); }
