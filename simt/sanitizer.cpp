@@ -20,8 +20,6 @@
 // that did not happen.
 #include <cxxabi.h>
 #include <cerrno>
-#include <dlfcn.h>
-#include <elf.h>
 
 #include <algorithm>
 #include <array>
@@ -215,6 +213,42 @@ const Span* shared_span(uintptr_t a) {
   return nullptr;
 }
 
+// One byte's checks and record for the running thread's access to a block's shared memory: its
+// own block's, or (remote) another block's of its cluster through distributed shared memory;
+// owner_epoch is the owning block's first epoch. words() describes the access, for a report only.
+template <class Words>
+void shared_cell(SharedCell& c, const Access& now, bool read, bool write, bool atomic, uint32_t owner_epoch,
+                 bool remote, const Words& words) {
+  if (read && c.written != owner_epoch)
+    report(std::string(remote ? "distributed shared memory read before any thread wrote it: "
+                              : "shared memory read before any thread of this block wrote it: ") +
+               words(),
+           now, "read", nullptr, nullptr, "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
+  if (!atomic) {
+    const auto race = [&](const Access& old, const char* now_kind, const char* old_kind) {
+      const bool cluster = remote || old.tid / g_nthreads != g_block;  // another block's side
+      report(
+          std::string(cluster ? "data race on distributed shared memory: " : "data race on shared memory: ") + words(),
+          now, now_kind, &old, old_kind,
+          cluster ? "blocks of a cluster are ordered by a cluster barrier of both; within a block, threads by "
+                    "__syncthreads\n"
+                  : "threads of a block are ordered by __syncthreads, lanes of a warp by a warp collective "
+                    "of both (__syncwarp)\n");
+    };
+    if (conflicts_shared(c.w, now)) race(c.w, write ? "write" : "read", "earlier write");
+    if (write && conflicts_shared(c.r, now)) race(c.r, "write", "earlier read");
+    if (write && conflicts_shared(c.r_other, now)) race(c.r_other, "write", "earlier read");
+  }
+  if (write) c.w = now, c.written = owner_epoch;
+  if (read && !write) {
+    const bool other_block = c.r.tid / g_nthreads != g_block;  // a read through distributed shared memory
+    if ((other_block && c.r.epoch >= g_cluster_epoch) ||
+        (!other_block && c.r.epoch == g_epoch && (c.r.tid % g_nthreads) / 32 != g_cur / 32))
+      c.r_other = c.r;
+    c.r = now;
+  }
+}
+
 void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, const void* pc) {
   for (uintptr_t b = a; b < a + n; ++b) {
     const Span* s = shared_span(b);
@@ -228,40 +262,13 @@ void shared_access(uintptr_t a, size_t n, bool read, bool write, bool atomic, co
     }
     if (!s) continue;
     SharedCell& c = g_sshadow[s->shadow + (b - s->lo)];
-    const Access now = now_access(1, pc);
     // Only a report needs the words (demangling on every access would cost more than the checks).
-    const auto buf = [&] {
+    shared_cell(c, now_access(1, pc), read, write, atomic, g_block_epoch, false, [&] {
       return std::string(write && !read  ? "write"
                          : read && write ? "update"
                                          : "read") +
              " of " + std::to_string(n) + " bytes at " + demangled(s->what) + " + " + std::to_string(b - s->lo);
-    };
-    if (read && c.written != g_block_epoch)
-      report(std::string("shared memory read before any thread of this block wrote it: ") + buf(), now, "read", nullptr,
-             nullptr, "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
-    if (!atomic) {
-      // The other side may be another block of the cluster, through distributed shared memory.
-      const auto race = [&](const Access& old, const char* now_kind, const char* old_kind) {
-        const bool remote = old.tid / g_nthreads != g_block;
-        report(
-            std::string(remote ? "data race on distributed shared memory: " : "data race on shared memory: ") + buf(),
-            now, now_kind, &old, old_kind,
-            remote ? "blocks of a cluster are ordered by a cluster barrier of both\n"
-                   : "threads of a block are ordered by __syncthreads, lanes of a warp by a warp collective "
-                     "of both (__syncwarp)\n");
-      };
-      if (conflicts_shared(c.w, now)) race(c.w, write ? "write" : "read", "earlier write");
-      if (write && conflicts_shared(c.r, now)) race(c.r, "write", "earlier read");
-      if (write && conflicts_shared(c.r_other, now)) race(c.r_other, "write", "earlier read");
-    }
-    if (write) c.w = now, c.written = g_block_epoch;
-    if (read && !write) {
-      const bool other_block = c.r.tid / g_nthreads != g_block;  // a read through distributed shared memory
-      if ((other_block && c.r.epoch >= g_cluster_epoch) ||
-          (!other_block && c.r.epoch == g_epoch && (c.r.tid % g_nthreads) / 32 != g_cur / 32))
-        c.r_other = c.r;
-      c.r = now;
-    }
+    });
   }
 }
 
@@ -302,27 +309,8 @@ bool remote_shared_access(uintptr_t a, size_t n, bool read, bool write, bool ato
         report("out-of-bounds distributed shared memory access: " + what(b) + ", outside the arena of " +
                    std::to_string(p.dyn_hi - p.dyn_lo) + " bytes the launch gave",
                now, write ? "write" : "read", nullptr, nullptr, nullptr);
-      SharedCell& c = p.sshadow[g_static_cells + (b - p.dyn_lo)];
-      if (read && c.written != p.block_epoch)
-        report("distributed shared memory read before any thread wrote it: " + what(b), now, "read", nullptr, nullptr,
-               "shared memory starts undefined in every block (poisoned with 0xFF here)\n");
-      if (!atomic) {
-        const char* hint =
-            "blocks of a cluster are ordered by a cluster barrier of both; within the owner, threads by "
-            "__syncthreads\n";
-        if (conflicts_shared(c.w, now))
-          report("data race on distributed shared memory: " + what(b), now, write ? "write" : "read", &c.w,
-                 "earlier write", hint);
-        if (write && conflicts_shared(c.r, now))
-          report("data race on distributed shared memory: " + what(b), now, "write", &c.r, "earlier read", hint);
-        if (write && conflicts_shared(c.r_other, now))
-          report("data race on distributed shared memory: " + what(b), now, "write", &c.r_other, "earlier read", hint);
-      }
-      if (write) c.w = now, c.written = p.block_epoch;
-      if (read && !write) {
-        if (c.r.tid != now.tid) c.r_other = c.r;
-        c.r = now;
-      }
+      shared_cell(p.sshadow[g_static_cells + (b - p.dyn_lo)], now, read, write, atomic, p.block_epoch, true,
+                  [&] { return what(b); });
     }
     return true;
   }
@@ -443,35 +431,6 @@ void san_leave() { t_active = false; }
 
 void san_device_freed(uintptr_t lo, size_t n) {
   if (g_gshadow) madvise(&g_gshadow[(lo - g_arena_lo) / 4], n / 4 * sizeof(GlobalCell), MADV_DONTNEED);
-}
-
-std::string describe_code(const void* pc) {
-  Dl_info info{};
-  char raw[40];
-  std::snprintf(raw, sizeof raw, "%p", pc);
-  if (!pc || !dladdr(pc, &info) || !info.dli_fbase) return raw;
-  uintptr_t addr = reinterpret_cast<uintptr_t>(pc);
-  if (reinterpret_cast<const Elf64_Ehdr*>(info.dli_fbase)->e_type == ET_DYN)
-    addr -= reinterpret_cast<uintptr_t>(info.dli_fbase);
-  const char* file = info.dli_fname && *info.dli_fname ? info.dli_fname : "/proc/self/exe";
-  char cmd[600];
-  std::snprintf(cmd, sizeof cmd, "addr2line -C -f -i -e '%s' 0x%" PRIxPTR " 2>/dev/null", file, addr);
-  std::FILE* p = popen(cmd, "r");
-  if (!p) return raw;
-  std::vector<std::string> lines;
-  char line[1024];
-  while (std::fgets(line, sizeof line, p)) {
-    std::string s(line);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    lines.push_back(s);
-  }
-  pclose(p);
-  if (lines.size() < 2 || lines[1].rfind("??", 0) == 0) return std::string(raw) + (lines.empty() ? "" : " " + lines[0]);
-  // Pairs of (function, file:line), innermost inlined frame first.
-  std::string out = lines[1] + " (" + lines[0] + ")";
-  for (size_t i = 2; i + 1 < lines.size(); i += 2)
-    out += "\n          inlined into " + lines[i + 1] + " (" + lines[i] + ")";
-  return out;
 }
 
 }  // namespace simt::detail

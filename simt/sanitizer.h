@@ -56,7 +56,8 @@ std::string nearest_device_allocation(uintptr_t a);
 extern uintptr_t g_arena_lo, g_arena_hi;
 void san_device_freed(uintptr_t lo, size_t n);  // forget the checks' records of a freed range
 
-// file:line (function) for a code address, through addr2line; the raw address when unknown.
+// file:line (function) for a code address, through addr2line; the raw address when unknown
+// (describe_code.cpp).
 std::string describe_code(const void* pc);
 
 }  // namespace simt::detail
