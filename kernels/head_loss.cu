@@ -1,13 +1,12 @@
-// The loss pass's policy head in two row-local passes (contract in head_loss.h).
-#include <algorithm>
+// The loss pass's policy head in one pass over the rows (contract in head_loss.h).
 #include <stdexcept>
 #include <string>
 
 #include "core/launch.h"
-#include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/gelu.h"
 #include "kernels/head_loss.h"
+#include "kernels/head_loss_wide.h"
 #include "kernels/reduce_block.h"
 
 namespace grpo {
@@ -15,95 +14,246 @@ namespace grpo {
 namespace {
 
 using head_loss::kPartials;
-using head_loss::kRowsPerBlock;
 constexpr unsigned kThreads = 256;
 constexpr unsigned kWarps = kThreads / 32;
 
-// Pass 1: a warp per row, kPass1Rows rows at a time. Lane l takes the column groups l, l + 32, ...:
-// it recomputes h2 there and adds h2 * W_out into the row's three logits, which meet in lane 0 (a
-// fixed shuffle tree). Lane 0 then applies the objective, writes the logits and dlogits and keeps
-// the block's sums of the loss and of dlogits, which block b writes to partials[4b .. 4b+3]
-// (warps added in order). The rows of a batch share each group's b1 and W_out and have their a1
-// loads in flight together: a lane's loop over groups otherwise waits a DRAM round trip a group.
-constexpr unsigned kPass1Rows = 2;
-static_assert(kRowsPerBlock % (kPass1Rows * kWarps) == 0, "a batch's rows are the block's");
+__device__ __forceinline__ void unpack(const float4& f, float (&v)[4]) {
+  v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+}
 
-__global__ void __launch_bounds__(kThreads, 4)
-    head_loss_rows_kernel(HeadLossArgs a, bool vec, float* __restrict__ partials) {
-  __shared__ float warp_part[kWarps][kPartials];
-  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+// A block per row chunk of colsum's partition (activations_colsum.h). Its threads form teams of
+// `team` threads (a power of two, 32 to 256), each team a row at a time; thread t of a team owns
+// the CG column groups t, t + team, ... (four columns each) of every row it sees, so its four
+// column sums stay in its registers (b1 and W_out at the block's columns wait in shared memory).
+// A round takes R rows a team (slot s = i * teams + team index is row base + s):
+//   1. h2 = dropout(gelu(a1 + b1)) and gk = gelu' * keep / (1 - p), kept in registers, and the
+//      thread's share of the three logits;
+//   2. the logits meet in shared memory (a shuffle tree a warp, then the team's warps in order),
+//      and one thread a slot applies the objective (loss, dlogits);
+//   3. da1 = (dlogits W_out) * gk is written, and da1 and dlogits_j * h2 join the column sums.
+// a1 is read once and the GELU and the mask are computed once an element: the two passes of
+// head_loss_wide.cu each read a1 and compute both. The next round's a1 loads are issued right
+// after step 1, so they are in flight through the barriers and step 3.
+template <unsigned CG, unsigned R>
+__global__ void __launch_bounds__(kThreads, 2)
+    head_loss_fused_kernel(HeadLossArgs a, bool vec, unsigned team, unsigned rows_per_chunk,
+                           float* __restrict__ col_partials, float* __restrict__ row_partials) {
+  constexpr unsigned kMaxSlots = R * kWarps;                  // teams * R, at most 8 teams of 32
+  __shared__ float team_logits[kMaxSlots][kWarps][kActions];  // [slot][warp of the team][j]
+  __shared__ float slot_dz[kMaxSlots][kActions];
+  __shared__ float slot_part[kMaxSlots][kPartials];
+  const unsigned teams = kThreads / team, my_team = threadIdx.x / team, t = threadIdx.x % team;
+  const unsigned lane = threadIdx.x % 32, warp_in_team = t / 32, slots = teams * R;
+  const unsigned H = unsigned(a.H), groups = (H + 3) / 4;
   const uint32_t epoch = a.drop.p > 0.f ? *a.drop.epoch : 0u;
   const float scale = dropout_scale(a.drop.p);
   const float inv_m = 1.f / static_cast<float>(a.M);
-  const unsigned H = unsigned(a.H), groups = (H + 3) / 4;
-  float part[kPartials] = {0.f, 0.f, 0.f, 0.f};  // lane 0's
-  for (unsigned k = warp; k < kRowsPerBlock; k += kPass1Rows * kWarps) {
-    const size_t r0 = size_t(blockIdx.x) * kRowsPerBlock + k;
-    if (r0 >= size_t(a.M)) break;  // the same for the whole warp
-    // Rows r0 + i * kWarps; `live` of them exist (the same for the whole warp).
-    const unsigned live = unsigned(std::min<size_t>(kPass1Rows, (size_t(a.M) - r0 + kWarps - 1) / kWarps));
-    float s[kPass1Rows][kActions] = {};
-    for (unsigned g = lane; g < groups; g += 32) {
-      const unsigned c0 = 4 * g, n = min(4u, H - c0);
-      float x[kPass1Rows][4], b[4], w[kActions][4];
+  const size_t r0 = size_t(blockIdx.x) * rows_per_chunk;
+  const size_t r1 = std::min(size_t(a.M), r0 + rows_per_chunk);
+
+  // b1 and W_out at the block's columns, loaded once: group g's four columns at [g].
+  constexpr unsigned kMaxGroups = CG * kThreads;
+  __shared__ float4 bw[1 + kActions][kMaxGroups];
+  for (unsigned g = threadIdx.x; g < kMaxGroups; g += kThreads) {
+    const unsigned m = g < groups ? min(4u, H - 4 * g) : 0u;
+    float v[4];
+    load4(a.b1 + 4 * g, m, vec, v);  // m == 0 loads nothing
+    bw[0][g] = make_float4(v[0], v[1], v[2], v[3]);
 #pragma unroll
-      for (unsigned i = 0; i < kPass1Rows; ++i)
-        if (i < live) load4(a.a1 + (r0 + i * kWarps) * H + c0, n, vec, x[i]);
-      load4(a.b1 + c0, n, vec, b);
+    for (int j = 0; j < kActions; ++j) {
+      load4(a.w_out + j * H + 4 * g, m, vec, v);
+      bw[1 + j][g] = make_float4(v[0], v[1], v[2], v[3]);
+    }
+  }
+  unsigned n[CG];  // valid columns of each group: 4, fewer at a ragged end, 0 past the row
+  float acc[CG][kPartials][4];
 #pragma unroll
-      for (int j = 0; j < kActions; ++j) load4(a.w_out + j * H + c0, n, vec, w[j]);
+  for (unsigned c = 0; c < CG; ++c) {
+    const unsigned g = t + team * c;
+    n[c] = g < groups ? min(4u, H - 4 * g) : 0u;
 #pragma unroll
-      for (unsigned i = 0; i < kPass1Rows; ++i) {
-        if (i >= live) break;
-        const uint32_t r = uint32_t(r0 + i * kWarps);
-        const unsigned keep = dropout_keep4(a.drop.p, a.drop.seed, a.drop.purpose, epoch, a.drop.step, r, g);
+    for (unsigned q = 0; q < kPartials; ++q)
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) acc[c][q][k] = 0.f;
+  }
+  float part[kPartials] = {0.f, 0.f, 0.f, 0.f};  // the slot thread's loss and dlogits sums
+
+  float x[R][CG][4];
+  auto load_round = [&](size_t base) {
+#pragma unroll
+    for (unsigned i = 0; i < R; ++i) {
+      const size_t row = base + i * teams + my_team;
+#pragma unroll
+      for (unsigned c = 0; c < CG; ++c) load4(a.a1 + row * H + 4 * (t + team * c), row < r1 ? n[c] : 0u, vec, x[i][c]);
+    }
+  };
+  load_round(r0);
+  // Thread `slot` < slots applies the objective to its slot's row of every round; its inputs for
+  // the round are loaded before step 1, so that they have arrived by step 2.
+  const bool slot_thread = threadIdx.x < slots;
+  float b_out[kActions] = {0.f, 0.f, 0.f};
+  if (slot_thread)
+#pragma unroll
+    for (int j = 0; j < kActions; ++j) b_out[j] = a.b_out[j];
+  __syncthreads();  // bw
+  for (size_t base = r0; base < r1; base += slots) {
+    const size_t slot_row = base + threadIdx.x;
+    const bool slot_live = slot_thread && slot_row < r1;
+    int32_t action = 0;
+    float adv = 0.f, old_logp = 0.f;
+    if (slot_live) {
+      action = a.actions[slot_row];
+      adv = a.adv[slot_row];
+      if (a.objective.old_logp) old_logp = a.objective.old_logp[slot_row];
+    }
+    float h[R][CG][4], gk[R][CG][4], s[R][kActions];
+#pragma unroll
+    for (unsigned i = 0; i < R; ++i) {
+      const size_t row = base + i * teams + my_team;
+#pragma unroll
+      for (int j = 0; j < kActions; ++j) s[i][j] = 0.f;
+#pragma unroll
+      for (unsigned c = 0; c < CG; ++c) {
+        const unsigned live = row < r1 ? n[c] : 0u;
+        float b[4], w[kActions][4];
+        unpack(bw[0][t + team * c], b);
+#pragma unroll
+        for (int j = 0; j < kActions; ++j) unpack(bw[1 + j][t + team * c], w[j]);
+        const unsigned keep =
+            live ? dropout_keep4(a.drop.p, a.drop.seed, a.drop.purpose, epoch, a.drop.step, uint32_t(row), t + team * c)
+                 : 0u;
 #pragma unroll
         for (unsigned q = 0; q < 4; ++q) {
-          const float h = (keep >> q & 1u) && q < n ? gelu(x[i][q] + b[q]) * scale : 0.f;
+          float grad;
+          const float g = gelu_and_grad(x[i][c][q] + b[q], grad);
+          const bool kept = (keep >> q & 1u) && q < live;
+          h[i][c][q] = kept ? g * scale : 0.f;
+          gk[i][c][q] = kept ? grad * scale : 0.f;
 #pragma unroll
-          for (int j = 0; j < kActions; ++j) s[i][j] += h * w[j][q];
+          for (int j = 0; j < kActions; ++j) s[i][j] += h[i][c][q] * w[j][q];
         }
       }
     }
+    if (base + slots < r1) load_round(base + slots);
+
 #pragma unroll
-    for (unsigned i = 0; i < kPass1Rows; ++i) {
-      if (i >= live) break;
-      const size_t r = r0 + i * kWarps;
+    for (unsigned i = 0; i < R; ++i)
 #pragma unroll
-      for (int j = 0; j < kActions; ++j) s[i][j] = warp_sum(s[i][j]);
-      if (lane == 0) {
-        float z[kActions], dz[kActions], entropy;
+      for (int j = 0; j < kActions; ++j) {
+        const float v = warp_sum(s[i][j]);
+        if (lane == 0) team_logits[i * teams + my_team][warp_in_team][j] = v;
+      }
+    __syncthreads();
+    if (slot_live) {
+      const unsigned slot = threadIdx.x;
+      float z[kActions], dz[kActions], entropy;
 #pragma unroll
-        for (int j = 0; j < kActions; ++j) z[j] = s[i][j] + a.b_out[j];
-        part[0] += objective_loss_row(a.objective, z, int(r), a.actions[r], a.adv[r], inv_m, dz, &entropy);
+      for (int j = 0; j < kActions; ++j) {
+        float v = 0.f;
+        for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[slot][wt][j];
+        z[j] = v + b_out[j];
+      }
+      part[0] += objective_loss(a.objective, z, action, adv, old_logp, inv_m, dz, &entropy);
 #pragma unroll
-        for (int j = 0; j < kActions; ++j) {
-          a.logits[kActions * r + j] = z[j];
-          a.dlogits[kActions * r + j] = dz[j];
-          part[1 + j] += dz[j];
+      for (int j = 0; j < kActions; ++j) {
+        a.logits[kActions * slot_row + j] = z[j];
+        a.dlogits[kActions * slot_row + j] = dz[j];
+        part[1 + j] += dz[j];
+        slot_dz[slot][j] = dz[j];
+      }
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (unsigned i = 0; i < R; ++i) {
+      const unsigned slot = i * teams + my_team;
+      const size_t row = base + slot;
+      if (row >= r1) break;
+      const float dz0 = slot_dz[slot][0], dz1 = slot_dz[slot][1], dz2 = slot_dz[slot][2];
+#pragma unroll
+      for (unsigned c = 0; c < CG; ++c) {
+        if (n[c] == 0) continue;
+        float w[kActions][4], d[4];
+#pragma unroll
+        for (int j = 0; j < kActions; ++j) unpack(bw[1 + j][t + team * c], w[j]);
+#pragma unroll
+        for (unsigned q = 0; q < 4; ++q) {
+          d[q] = (dz0 * w[0][q] + dz1 * w[1][q] + dz2 * w[2][q]) * gk[i][c][q];
+          acc[c][0][q] += d[q];
+          acc[c][1][q] += dz0 * h[i][c][q];
+          acc[c][2][q] += dz1 * h[i][c][q];
+          acc[c][3][q] += dz2 * h[i][c][q];
         }
+        const size_t off = row * H + 4 * (t + team * c);
+        if (a.da1_bf16)
+          store4_bf16(a.da1_bf16 + off, n[c], vec, d);
+        else
+          store4(a.da1 + off, n[c], vec, d);
       }
     }
   }
-  if (lane == 0)
+
+  // The chunk's sums: the slots' row sums in slot order; each column's in team order.
+  if (threadIdx.x < slots)
 #pragma unroll
-    for (unsigned q = 0; q < kPartials; ++q) warp_part[warp][q] = part[q];
-  __syncthreads();
+    for (unsigned q = 0; q < kPartials; ++q) slot_part[threadIdx.x][q] = part[q];
+  const unsigned chunks = gridDim.x;
+  if constexpr (CG == 1) {
+    __shared__ float team_acc[kPartials * 4][kThreads];  // [sum * 4 + column of the group][thread]
+#pragma unroll
+    for (unsigned q = 0; q < kPartials; ++q)
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) team_acc[4 * q + k][threadIdx.x] = acc[0][q][k];
+    __syncthreads();
+    if (my_team == 0 && n[0] > 0) {
+      for (unsigned q = 0; q < kPartials; ++q) {
+        float v[4];
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) {
+          v[k] = 0.f;
+          for (unsigned tm = 0; tm < teams; ++tm) v[k] += team_acc[4 * q + k][tm * team + t];
+        }
+        store4(col_partials + (size_t(q) * chunks + blockIdx.x) * H + 4 * t, n[0], vec, v);
+      }
+    }
+  } else {
+    __syncthreads();
+#pragma unroll
+    for (unsigned c = 0; c < CG; ++c)
+      if (n[c] > 0)
+#pragma unroll
+        for (unsigned q = 0; q < kPartials; ++q)
+          store4(col_partials + (size_t(q) * chunks + blockIdx.x) * H + 4 * (t + team * c), n[c], vec, acc[c][q]);
+  }
   if (threadIdx.x < kPartials) {
-    float t = 0.f;
-    for (unsigned w = 0; w < kWarps; ++w) t += warp_part[w][threadIdx.x];
-    partials[size_t(blockIdx.x) * kPartials + threadIdx.x] = t;
+    float v = 0.f;
+    for (unsigned sl = 0; sl < slots; ++sl) v += slot_part[sl][threadIdx.x];
+    row_partials[size_t(blockIdx.x) * kPartials + threadIdx.x] = v;
   }
 }
 
-// One block: the loss's mean and g_b_out from pass 1's partials, added in double in a fixed tree.
-__global__ void head_loss_finish_kernel(const float* __restrict__ partials, unsigned blocks, int M,
-                                        float* __restrict__ loss, float* __restrict__ g_b_out) {
+// The call's sums, in one launch. Blocks (x, y < 4): column sum y (g_b1, then g_w_out's three
+// rows) of kThreads columns, the chunks added in order (colsum's second stage). Block (0, 4): the
+// loss's mean and g_b_out from the row partials, added in double in a fixed tree.
+__global__ void head_loss_finish_kernel(const float* __restrict__ col_partials, unsigned chunks,
+                                        const float* __restrict__ row_partials, unsigned row_blocks, int M, int H,
+                                        float* __restrict__ g_b1, float* __restrict__ g_w_out, float* __restrict__ loss,
+                                        float* __restrict__ g_b_out) {
+  if (blockIdx.y < kPartials) {
+    const unsigned col = blockIdx.x * kThreads + threadIdx.x;
+    if (col >= unsigned(H)) return;
+    const float* p = col_partials + size_t(blockIdx.y) * chunks * H + col;
+    float t = 0.f;
+    for (unsigned c = 0; c < chunks; ++c) t += p[size_t(c) * H];
+    (blockIdx.y == 0 ? g_b1 : g_w_out + size_t(blockIdx.y - 1) * H)[col] = t;
+    return;
+  }
+  if (blockIdx.x != 0) return;  // the whole block: block_sum's barriers
   __shared__ double warp_sums[kWarps];
   double v[kPartials] = {0.0, 0.0, 0.0, 0.0};
-  for (unsigned i = threadIdx.x; i < blocks; i += kThreads)
+  for (unsigned i = threadIdx.x; i < row_blocks; i += kThreads)
 #pragma unroll
-    for (unsigned q = 0; q < kPartials; ++q) v[q] += partials[size_t(i) * kPartials + q];
+    for (unsigned q = 0; q < kPartials; ++q) v[q] += row_partials[size_t(i) * kPartials + q];
 #pragma unroll
   for (unsigned q = 0; q < kPartials; ++q) v[q] = block_sum<kThreads>(v[q], warp_sums);
   if (threadIdx.x == 0) {
@@ -113,97 +263,34 @@ __global__ void head_loss_finish_kernel(const float* __restrict__ partials, unsi
   }
 }
 
-// Pass 2, for 4 columns of a row: recomputes h2 and gelu', writes da1 and adds da1 and
-// dlogits_j * h2 (j = 0, 1, 2) to the four column sums. b1 and W_out at the thread's columns are
-// the same on every row: loaded once (`begin`), not with each row.
-struct HeadGrad {
-  const float *a1, *b1, *w_out, *dlogits;
-  float* da1;
-  Bf16* da1_bf16;  // or nullptr
-  int H;
-  DropoutSpec drop;
-  uint32_t epoch;
-  float scale;
-  bool vec;
-  float b[4], w[kActions][4];  // set by begin
-  struct Row {
-    float x[4], dz[kActions];
-  };
-  __device__ __forceinline__ void begin(unsigned col0, unsigned n) {
-    load4(b1 + col0, n, vec, b);
-#pragma unroll
-    for (int j = 0; j < kActions; ++j) load4(w_out + j * H + col0, n, vec, w[j]);
-  }
-  __device__ __forceinline__ Row load(size_t row, unsigned col0, unsigned n) const {
-    Row r;
-    load4(a1 + row * H + col0, n, vec, r.x);
-#pragma unroll
-    for (int j = 0; j < kActions; ++j) r.dz[j] = dlogits[kActions * row + j];
-    return r;
-  }
-  __device__ __forceinline__ void use(size_t row, unsigned col0, unsigned n, const Row& r, float (&acc)[4][4]) const {
-    float d[4];
-    const unsigned keep = dropout_keep4(drop.p, drop.seed, drop.purpose, epoch, drop.step, uint32_t(row), col0 / 4);
-#pragma unroll
-    for (unsigned q = 0; q < 4; ++q) {
-      float grad;
-      const float g = gelu_and_grad(r.x[q] + b[q], grad);
-      const bool kept = (keep >> q & 1u) && q < n;
-      const float h = kept ? g * scale : 0.f;
-      const float dh = r.dz[0] * w[0][q] + r.dz[1] * w[1][q] + r.dz[2] * w[2][q];
-      d[q] = kept ? dh * scale * grad : 0.f;
-      acc[0][q] += d[q];
-      acc[1][q] += r.dz[0] * h;
-      acc[2][q] += r.dz[1] * h;
-      acc[3][q] += r.dz[2] * h;
-    }
-    const size_t off = row * H + col0;
-    if (da1_bf16)
-      store4_bf16(da1_bf16 + off, n, vec, d);
-    else
-      store4(da1 + off, n, vec, d);
-  }
-};
-
-// Rows of a1 a warp loads before it uses the first (activations_colsum.cuh): with 3 blocks an SM
-// (at most 85 registers a thread; 3 rows fit without spills) an SM has 24 warps x 3 rows x
-// 512 bytes in flight, enough to keep HBM busy; one row a warp at 2 blocks an SM is not.
-constexpr unsigned kRowsInFlight = 3;
-
-__global__ void __launch_bounds__(kThreads, 3)
-    head_loss_grad_kernel(HeadGrad f, int M, unsigned rows_per_chunk, float* partial) {
-  f.epoch = f.drop.p > 0.f ? *f.drop.epoch : 0u;
-  const unsigned col0 = blockIdx.x * colsum::kTileCols + 4 * (threadIdx.x % 32);
-  if (col0 < unsigned(f.H)) f.begin(col0, min(4u, unsigned(f.H) - col0));
-  colsum::stage1_rows<4, kRowsInFlight>(f, M, f.H, rows_per_chunk, partial);
-}
-
 }  // namespace
 
-// Bytes per call: pass 1 reads a1 (4MH) and writes 24M of logits and dlogits; pass 2 reads a1
-// and dlogits and writes da1 (8MH + 12M) plus its partial sums, 32 * chunks * H bytes written and
-// read again (chunks <= 256); W_out, b1 and the partials of pass 1 are small.
+// Bytes per call, one pass: a1 read once (4MH), da1 written (4MH, 2MH in bf16), 24M of logits
+// and dlogits, and 16 * chunks * H bytes of column sums written and read again (chunks <= 256).
 void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   check_dropout(a.drop, "head_loss_cuda");
   if (a.M < 1 || a.H < 1)
     throw std::invalid_argument("head_loss_cuda: M and H must be >= 1, got M " + std::to_string(a.M) + ", H " +
                                 std::to_string(a.H));
-  const bool vec = a.H % 4 == 0 && aligned16(a.a1) && aligned16(a.b1) && aligned16(a.w_out) && aligned16(a.da1) &&
-                   (a.da1_bf16 == nullptr || aligned8(a.da1_bf16));
   const unsigned chunks = colsum::chunks(size_t(a.M));
   float* col_partials = a.scratch;
   float* row_partials = a.scratch + 4 * size_t(chunks) * size_t(a.H);
-  const unsigned blocks = unsigned(head_loss::pass1_blocks(a.M));
-  launch(head_loss_rows_kernel, blocks, kThreads, 0, stream, a, vec, row_partials);
-  launch(head_loss_finish_kernel, 1, kThreads, 0, stream, static_cast<const float*>(row_partials), blocks, a.M, a.loss,
-         a.g_b_out);
-  const HeadGrad f{a.a1, a.b1, a.w_out, a.dlogits, a.da1, a.da1_bf16, a.H, a.drop, 0u, dropout_scale(a.drop.p),
-                   vec,  {},   {}};
-  launch(head_loss_grad_kernel, colsum::stage1_grid(a.M, a.H), colsum::stage1_block(), colsum::smem_bytes(4), stream, f,
-         a.M, colsum::rows_per_chunk(size_t(a.M)), col_partials);
-  colsum::finish_cuda(col_partials, chunks, a.H, a.g_b1, a.g_w_out, stream);
-  colsum::finish_cuda(col_partials + 2 * size_t(chunks) * size_t(a.H), chunks, a.H, a.g_w_out + a.H,
-                      a.g_w_out + 2 * size_t(a.H), stream);
+  const bool vec = a.H % 4 == 0 && aligned16(a.a1) && aligned16(a.b1) && aligned16(a.w_out) && aligned16(a.da1) &&
+                   aligned16(col_partials) && (a.da1_bf16 == nullptr || aligned8(a.da1_bf16));
+  unsigned row_blocks = chunks;
+  const head_loss::OnePass shape = head_loss::one_pass(a.H);
+  const unsigned rows = colsum::rows_per_chunk(size_t(a.M));
+  if (shape.groups_per_thread == 1)
+    launch(head_loss_fused_kernel<1, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+           row_partials);
+  else if (shape.groups_per_thread == 2)
+    launch(head_loss_fused_kernel<2, 1>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+           row_partials);
+  else
+    row_blocks = head_loss_wide_cuda(a, vec, col_partials, row_partials, stream);
+  launch(head_loss_finish_kernel, dim3(ceil_div(size_t(a.H), kThreads), kPartials + 1), kThreads, 0, stream,
+         static_cast<const float*>(col_partials), chunks, static_cast<const float*>(row_partials), row_blocks, a.M, a.H,
+         a.g_b1, a.g_w_out, a.loss, a.g_b_out);
 }
 
 }  // namespace grpo

@@ -31,6 +31,14 @@ struct PolicyRow {
   float entropy;         // H = -sum p log p
 };
 
+// r.logp[action], or NaN for an action outside [0, 3). Selects, not an index: a GPU keeps an array
+// indexed by a runtime value in local memory.
+GRPO_HD float action_logp(const PolicyRow& r, int32_t action) {
+  static_assert(kActions == 3, "one select an action");
+  const float l0 = r.logp[0], l1 = r.logp[1], l2 = r.logp[2];
+  return action == 0 ? l0 : action == 1 ? l1 : action == 2 ? l2 : std::numeric_limits<float>::quiet_NaN();
+}
+
 GRPO_HD PolicyRow policy_row(const float* z) {
   PolicyRow r;
   const float m = fmaxf(z[0], fmaxf(z[1], z[2]));
@@ -69,8 +77,7 @@ GRPO_HD float policy_loss_row(const float* z, int32_t action, float adv, float e
                               float* entropy) {
   const PolicyRow r = policy_row(z);
   const float a_clamped = fminf(fmaxf(adv, -5.f), 5.f);
-  const bool valid = action >= 0 && action < kActions;
-  const float logp_a = valid ? r.logp[action] : std::numeric_limits<float>::quiet_NaN();
+  const float logp_a = action_logp(r, action);
   for (int j = 0; j < kActions; ++j) {
     const float onehot = j == action ? 1.f : 0.f;
     const float g = a_clamped * (r.p[j] - onehot) + entropy_coef * r.p[j] * (r.logp[j] + r.entropy);
@@ -102,8 +109,7 @@ struct PolicyObjective {
 GRPO_HD float grpo_loss_row(const float* z, int32_t action, float adv, float old_logp, float clip, float kl_beta,
                             float entropy_coef, float inv_m, float* dz, float* entropy) {
   const PolicyRow r = policy_row(z);
-  const bool valid = action >= 0 && action < kActions;
-  const float logp_a = valid ? r.logp[action] : std::numeric_limits<float>::quiet_NaN();
+  const float logp_a = action_logp(r, action);
   const float rho = expf(logp_a - old_logp);
   const float rho_clipped = fminf(fmaxf(rho, 1.f - clip), 1.f + clip);
   const float surrogate = fminf(rho * adv, rho_clipped * adv);
@@ -121,11 +127,18 @@ GRPO_HD float grpo_loss_row(const float* z, int32_t action, float adv, float old
   return -surrogate + kl_beta * kl - entropy_coef * r.entropy;
 }
 
-// Row i of the objective's loss: the one place the two algorithms branch per row.
+// One row of the objective's loss, its inputs already read (old_logp: the row's o.old_logp[i],
+// ignored by the reference's objective): the one place the two algorithms branch per row.
+GRPO_HD float objective_loss(const PolicyObjective& o, const float* z, int32_t action, float adv, float old_logp,
+                             float inv_m, float* dz, float* entropy) {
+  if (o.old_logp == nullptr) return policy_loss_row(z, action, adv, o.entropy_coef, inv_m, dz, entropy);
+  return grpo_loss_row(z, action, adv, old_logp, o.clip, o.kl_beta, o.entropy_coef, inv_m, dz, entropy);
+}
+
+// Row i of the objective's loss.
 GRPO_HD float objective_loss_row(const PolicyObjective& o, const float* z, int i, int32_t action, float adv,
                                  float inv_m, float* dz, float* entropy) {
-  if (o.old_logp == nullptr) return policy_loss_row(z, action, adv, o.entropy_coef, inv_m, dz, entropy);
-  return grpo_loss_row(z, action, adv, o.old_logp[i], o.clip, o.kl_beta, o.entropy_coef, inv_m, dz, entropy);
+  return objective_loss(o, z, action, adv, o.old_logp ? o.old_logp[i] : 0.f, inv_m, dz, entropy);
 }
 
 // Rollout sampling for M rows of logits [M, 3]:
@@ -152,10 +165,7 @@ void policy_loss_host(const float* logits, const int32_t* actions, const float* 
 
 // logp[i] = log pi(actions[i] | logits row i): the rollout policy's log-probabilities that
 // --algo grpo keeps for its ratios (NaN for an action outside [0, 3)). M >= 0.
-GRPO_HD float action_log_prob(const float* z, int32_t action) {
-  const PolicyRow r = policy_row(z);
-  return action >= 0 && action < kActions ? r.logp[action] : std::numeric_limits<float>::quiet_NaN();
-}
+GRPO_HD float action_log_prob(const float* z, int32_t action) { return action_logp(policy_row(z), action); }
 void action_log_probs_host(const float* logits, const int32_t* actions, int M, float* logp);
 
 #if defined(GRPO_HAVE_CUDA)

@@ -52,8 +52,8 @@ class CudaOps final : public Ops {
   void rollout(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
-  // The two-pass head of kernels/head_loss.cu instead of the default's seven ops; h2 and dh2 are
-  // left untouched.
+  // The one-pass head of kernels/head_loss.cu (two passes past H = 2048) instead of the default's
+  // seven ops; h2 and dh2 are left untouched.
   void policy_head_loss(const HeadLoss& h) override;
   void sample_actions(const float* logits, int M, uint64_t seed, const uint32_t* epoch, uint32_t step,
                       int32_t* actions) override;

@@ -1,8 +1,10 @@
-// The loss pass's two-pass head on the device (kernels/head_loss.cu, CudaOps::policy_head_loss)
-// against its host twin, Ops::policy_head_loss's default on HostOps (the seven ops in turn): the
-// same logits, dlogits, da1, gradients and loss within the fp32 tolerances, for both objectives,
-// with dropout on and off, on shapes with one row, ragged widths (scalar path), several row
-// chunks and the presets' widths. Inputs are fresh and outputs poisoned; the seed is printed.
+// The loss pass's head on the device (kernels/head_loss.cu, CudaOps::policy_head_loss) against its
+// host twin, Ops::policy_head_loss's default on HostOps (the seven ops in turn): the same logits,
+// dlogits, da1, gradients and loss within the fp32 tolerances, for both objectives, with dropout
+// on and off, on shapes with one row, ragged widths (scalar path), several row chunks, the
+// presets' widths, every team size of the one-pass kernel and the two passes past H = 2048.
+// Inputs are fresh and outputs poisoned; the seed is printed.
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -36,7 +38,11 @@ Inputs make_inputs(const Case& c, uint64_t seed) {
   // O(1), advantages past the reference's +-5 clamp, old log-probabilities near the new ones.
   in.a1 = random_floats(size_t(c.M) * c.H, seed + 1, -3.f, 3.f);
   in.b1 = random_floats(c.H, seed + 2, -0.5f, 0.5f);
-  in.w_out = random_floats(size_t(kActions) * c.H, seed + 3, -0.3f, 0.3f);
+  // Past H = 512 the output weights shrink as 1 / sqrt(H), so that the logits stay O(1): larger
+  // ones put grpo's ratios at exp(10) and more, where two summation orders part by more than the
+  // tolerances allow.
+  const float w = 0.3f * std::min(1.f, std::sqrt(512.f / float(c.H)));
+  in.w_out = random_floats(size_t(kActions) * c.H, seed + 3, -w, w);
   in.b_out = random_floats(kActions, seed + 4);
   in.adv = random_floats(c.M, seed + 5, -7.f, 7.f);
   in.old_logp = random_floats(c.M, seed + 6, -2.f, -0.2f);
@@ -168,27 +174,48 @@ TEST(HeadLossCuda, MatchesTheHostTwin) {
   GRPO_REQUIRE_DEVICE();
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  // One row; 300 and more rows: several row chunks of pass 2 and blocks of pass 1; H 67 and 30
-  // are ragged (the scalar path), 128 and 512 take float4s.
-  // H 259 gives a lane several groups in pass 1 and pass 2 a ragged last column tile; there da1
-  // is also written over h2, as engine/step.cpp does.
-  for (const Case c : {Case{1, 8, 0.1f, false}, Case{37, 67, 0.25f, true}, Case{300, 30, 0.f, false},
-                       Case{3000, 128, 0.1f, true}, Case{700, 512, 0.1f, false}, Case{90, 259, 0.1f, true}}) {
+  // The one-pass kernel (head_loss::one_pass): H 8, 30 and 67 (ragged: the scalar path) and 128
+  // take teams of 32 threads, 8 teams and 16 rows a round; 259 (ragged) and 512 teams of 128;
+  // 1000 one team a row; 1028 and 2048 two groups of columns a thread. One row; 300 and more
+  // rows: several row chunks, chunks of rows that are not whole rounds and a short last chunk.
+  // 2052 and 2049 (ragged) take the two passes. At 259 and 2052 da1 is also written over h2, as
+  // engine/step.cpp does.
+  for (const Case c :
+       {Case{1, 8, 0.1f, false}, Case{37, 67, 0.25f, true}, Case{300, 30, 0.f, false}, Case{3000, 128, 0.1f, true},
+        Case{700, 512, 0.1f, false}, Case{90, 259, 0.1f, true}, Case{45, 1000, 0.1f, false}, Case{70, 1028, 0.1f, true},
+        Case{41, 2048, 0.2f, false}, Case{40, 2052, 0.1f, true}, Case{9, 2049, 0.f, false}}) {
     SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H << " p " << c.p << (c.grpo ? " grpo" : ""));
     const Inputs in = make_inputs(c, seed);
     const uint32_t epoch = uint32_t(seed % 1000);
     const Outputs want = host_reference(c, in, &epoch);
     expect_matches(on_device(c, in, epoch), want);
-    if (c.H == 259) {
+    if (c.H == 259 || c.H == 2052) {
       SCOPED_TRACE("da1 written over h2");
       expect_matches(on_device(c, in, epoch, true), want);
     }
   }
 }
 
+TEST(HeadLossCuda, OnePassUpToH2048) {
+  EXPECT_EQ(head_loss::one_pass(8).team, 32u);
+  EXPECT_EQ(head_loss::one_pass(512).team, 128u);
+  EXPECT_EQ(head_loss::one_pass(1024).groups_per_thread, 1u);
+  EXPECT_EQ(head_loss::one_pass(1025).groups_per_thread, 2u);
+  EXPECT_EQ(head_loss::one_pass(1028).team, 256u);
+  EXPECT_EQ(head_loss::one_pass(2048).groups_per_thread, 2u);
+  EXPECT_EQ(head_loss::one_pass(2049).groups_per_thread, 0u);
+  for (int H = 1; H <= 2048; ++H) {  // every group has a thread: teams of at most 256 cover the row
+    const head_loss::OnePass s = head_loss::one_pass(H);
+    ASSERT_LE(s.team, 256u) << H;
+    ASSERT_GE(s.team * s.groups_per_thread, unsigned(H + 3) / 4) << H;
+  }
+}
+
 TEST(HeadLossCuda, WritesTheBf16CopyOfDa1) {
   GRPO_REQUIRE_DEVICE();
-  for (const Case c : {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}}) {  // vector and scalar stores
+  // Vector and scalar stores, in the one-pass kernel and the two passes.
+  for (const Case c :
+       {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}, Case{20, 2100, 0.1f, false}, Case{7, 2050, 0.1f, true}}) {
     SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H);
     const Inputs in = make_inputs(c, 77);
     const uint32_t epoch = 5;
