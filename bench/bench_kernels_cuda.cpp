@@ -204,8 +204,10 @@ struct Case {
       // The loss pass's head (kernels/head_loss.cu): a1 = x, fc_out's 3 x H rows the first of w.
       const HeadLossArgs head{x.p,  b.p,      w.p,       b.p, act_i, adv.p, M,    H,     PolicyObjective{},
                               drop, logits.p, dlogits.p, y.p, db.p,  dw.p,  dg.p, out.p, scratch.p};
-      ops.push_back(
-          {"head_loss (two passes)", 2.0 * MH * 3 * 2, 12.0 * MH + 48.0 * M, [=] { head_loss_cuda(head, st); }});
+      // One pass up to H = 2048: a1 in, da1 out; wider, two passes read a1 twice.
+      const bool one_pass = head_loss::one_pass(H).groups_per_thread > 0;
+      ops.push_back({one_pass ? "head_loss (one pass)" : "head_loss (two passes)", 2.0 * MH * 3 * 2,
+                     (one_pass ? 8.0 : 12.0) * MH + 48.0 * M, [=] { head_loss_cuda(head, st); }});
       ops.push_back({"action_log_probs", 0, 20.0 * M, [=] { action_log_probs_cuda(logits.p, act_i, M, logp.p, st); }});
       const int R = N % 8 == 0 ? 8 : 1;  // groups of 8 replicas (the small preset's --batch-size)
       ops.push_back({"group_normalize_rewards", 0, 12.0 * M,

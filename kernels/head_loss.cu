@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         store4(col_partials + (size_t(q) * chunks + blockIdx.x) * H + 4 * t, n[0], vec, v);
       }
     }
-  } else {
+  } else {  // head_loss::one_pass gives CG = 2 one team: each column's sum is one thread's
     __syncthreads();
 #pragma unroll
     for (unsigned c = 0; c < CG; ++c)

@@ -49,7 +49,8 @@ inline size_t pass1_blocks(int M) { return (size_t(M) + kRowsPerBlock - 1) / kRo
 
 // The one-pass kernel's shape for width H: a thread takes `groups_per_thread` groups of four
 // columns (1 up to H = 1024, 2 up to 2048) in a team of `team` threads a row (the least power of
-// two from 32 that covers the row). groups_per_thread 0: wider, the two passes run instead.
+// two from 32 that covers the row; with two groups always 256, one team). groups_per_thread 0:
+// wider, the two passes run instead.
 struct OnePass {
   unsigned groups_per_thread, team;
 };

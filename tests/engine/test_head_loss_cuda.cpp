@@ -175,15 +175,15 @@ TEST(HeadLossCuda, MatchesTheHostTwin) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   // The one-pass kernel (head_loss::one_pass): H 8, 30 and 67 (ragged: the scalar path) and 128
-  // take teams of 32 threads, 8 teams and 16 rows a round; 259 (ragged) and 512 teams of 128;
-  // 1000 one team a row; 1028 and 2048 two groups of columns a thread. One row; 300 and more
+  // take teams of 32 threads, 8 teams and 16 rows a round; 200 teams of 64; 259 (ragged) and 512
+  // teams of 128; 1000 one team a row; 1028 and 2048 two groups of columns a thread. One row; 300 and more
   // rows: several row chunks, chunks of rows that are not whole rounds and a short last chunk.
   // 2052 and 2049 (ragged) take the two passes. At 259 and 2052 da1 is also written over h2, as
   // engine/step.cpp does.
-  for (const Case c :
-       {Case{1, 8, 0.1f, false}, Case{37, 67, 0.25f, true}, Case{300, 30, 0.f, false}, Case{3000, 128, 0.1f, true},
-        Case{700, 512, 0.1f, false}, Case{90, 259, 0.1f, true}, Case{45, 1000, 0.1f, false}, Case{70, 1028, 0.1f, true},
-        Case{41, 2048, 0.2f, false}, Case{40, 2052, 0.1f, true}, Case{9, 2049, 0.f, false}}) {
+  for (const Case c : {Case{1, 8, 0.1f, false}, Case{37, 67, 0.25f, true}, Case{300, 30, 0.f, false},
+                       Case{3000, 128, 0.1f, true}, Case{77, 200, 0.1f, true}, Case{700, 512, 0.1f, false},
+                       Case{90, 259, 0.1f, true}, Case{45, 1000, 0.1f, false}, Case{70, 1028, 0.1f, true},
+                       Case{41, 2048, 0.2f, false}, Case{40, 2052, 0.1f, true}, Case{9, 2049, 0.f, false}}) {
     SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H << " p " << c.p << (c.grpo ? " grpo" : ""));
     const Inputs in = make_inputs(c, seed);
     const uint32_t epoch = uint32_t(seed % 1000);
@@ -208,14 +208,17 @@ TEST(HeadLossCuda, OnePassUpToH2048) {
     const head_loss::OnePass s = head_loss::one_pass(H);
     ASSERT_LE(s.team, 256u) << H;
     ASSERT_GE(s.team * s.groups_per_thread, unsigned(H + 3) / 4) << H;
+    if (s.groups_per_thread == 2) {
+      ASSERT_EQ(s.team, 256u) << H;  // the kernel's CG = 2 path: one team
+    }
   }
 }
 
 TEST(HeadLossCuda, WritesTheBf16CopyOfDa1) {
   GRPO_REQUIRE_DEVICE();
   // Vector and scalar stores, in the one-pass kernel and the two passes.
-  for (const Case c :
-       {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}, Case{20, 2100, 0.1f, false}, Case{7, 2050, 0.1f, true}}) {
+  for (const Case c : {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}, Case{30, 2048, 0.1f, true},
+                       Case{20, 2100, 0.1f, false}, Case{7, 2050, 0.1f, true}}) {
     SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H);
     const Inputs in = make_inputs(c, 77);
     const uint32_t epoch = 5;
