@@ -1,5 +1,5 @@
 // Stage 2 of the deterministic column reductions (activations_colsum.h).
-#include "kernels/activations_colsum.h"
+#include "kernels/activations_colsum.cuh"
 #include "core/launch.h"
 
 namespace grpo::colsum {
@@ -8,10 +8,7 @@ namespace grpo::colsum {
 __global__ void finish_kernel(const float* partial, unsigned chunks, int N, float* out0, float* out1) {
   const unsigned col = blockIdx.x * blockDim.x + threadIdx.x;
   if (col >= unsigned(N)) return;
-  const float* p = partial + size_t(blockIdx.y) * chunks * N + col;
-  float t = 0.f;
-  for (unsigned c = 0; c < chunks; ++c) t += p[size_t(c) * N];
-  (blockIdx.y == 0 ? out0 : out1)[col] = t;
+  (blockIdx.y == 0 ? out0 : out1)[col] = finish_column(partial + size_t(blockIdx.y) * chunks * N + col, chunks, N);
 }
 
 void finish_cuda(const float* partial, unsigned chunks, int N, float* out0, float* out1, cudaStream_t stream) {

@@ -20,6 +20,14 @@ namespace grpo::colsum {
 
 constexpr size_t smem_bytes(int naccs) { return size_t(naccs) * kWarps * kTileCols * sizeof(float); }
 
+// Stage 2 for one column: partial[c * N] over the chunks c in order (partial points at the
+// column's entry of chunk 0 of one quantity).
+__device__ __forceinline__ float finish_column(const float* partial, unsigned chunks, int N) {
+  float t = 0.f;
+  for (unsigned c = 0; c < chunks; ++c) t += partial[size_t(c) * N];
+  return t;
+}
+
 // The 8 warps' sums of each column, added in warp order, to partial[(a * chunks + chunk) * N + col].
 template <int NACC>
 __device__ __forceinline__ void write_partials(const float (&acc)[NACC][4], int N, float* partial) {

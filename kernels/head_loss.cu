@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/launch.h"
+#include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/gelu.h"
 #include "kernels/head_loss.h"
@@ -242,10 +243,8 @@ __global__ void head_loss_finish_kernel(const float* __restrict__ col_partials, 
   if (blockIdx.y < kPartials) {
     const unsigned col = blockIdx.x * kThreads + threadIdx.x;
     if (col >= unsigned(H)) return;
-    const float* p = col_partials + size_t(blockIdx.y) * chunks * H + col;
-    float t = 0.f;
-    for (unsigned c = 0; c < chunks; ++c) t += p[size_t(c) * H];
-    (blockIdx.y == 0 ? g_b1 : g_w_out + size_t(blockIdx.y - 1) * H)[col] = t;
+    (blockIdx.y == 0 ? g_b1 : g_w_out + size_t(blockIdx.y - 1) * H)[col] =
+        colsum::finish_column(col_partials + size_t(blockIdx.y) * chunks * H + col, chunks, H);
     return;
   }
   if (blockIdx.x != 0) return;  // the whole block: block_sum's barriers
