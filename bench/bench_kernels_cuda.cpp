@@ -160,10 +160,15 @@ struct Case {
          [=] {
            layernorm_residual_backward_cuda(z.p, x.p, b.p, mean.p, rstd.p, y.p, dg.p, db.p, M, H, scratch.p, st);
          }},
-        {"layernorm_input_backward (fused, dW_in too)", 2.0 * MH * D, act * 4 + 4.0 * M * D,
+        // One pass (h0 recomputed, dh1 read once) at the presets' widths, else two passes over
+        // dh1 and h0; params stands in for W_in.
+        {layernorm_input_backward_recomputes_h0(H, D) ? "layernorm_input_backward (one pass, h0 recomputed)"
+                                                      : "layernorm_input_backward (two passes, dW_in too)",
+         (layernorm_input_backward_recomputes_h0(H, D) ? 4.0 : 2.0) * MH * D,
+         (layernorm_input_backward_recomputes_h0(H, D) ? act : act * 4) + 4.0 * M * D,
          [=] {
-           layernorm_input_backward_cuda(z.p, x.p, obs.p, b.p, mean.p, rstd.p, dg.p, db.p, win.p, M, H, D, scratch.p,
-                                         st);
+           layernorm_input_backward_cuda(z.p, x.p, obs.p, params.p, b.p, mean.p, rstd.p, dg.p, db.p, win.p, M, H, D,
+                                         scratch.p, st);
          }},
         {"bias_gelu_dropout_forward", 0, act * 2,
          [=] { bias_gelu_dropout_forward_cuda(x.p, b.p, y.p, M, H, drop, st); }},

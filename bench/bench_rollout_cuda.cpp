@@ -76,8 +76,13 @@ struct Bench {
     ops.set_rollout_cluster(m.cluster, m.mma);
     b = StepBuffers::over(slabs.get(), arena.get(), c);
     if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(c.hidden_size) * c.hidden_size);
-    r = Ops::Rollout{b.p,       b.acts,      b.obs,     b.actions,   b.rewards,    b.games, c.seed, &b.scalars->epoch,
-                     c.dropout, c.max_steps, c.games(), c.obs_dim(), c.hidden_size};
+    r = Ops::Rollout{b.p,           b.acts,
+                     b.obs,         b.actions,
+                     b.rewards,     b.games,
+                     c.seed,        &b.scalars->epoch,
+                     c.dropout,     c.max_steps,
+                     c.games(),     c.obs_dim(),
+                     c.hidden_size, ops.loss_pass_reads_h0(c.hidden_size, c.obs_dim())};  // as training runs it
     ops.rollout(r);  // eager first: every cuBLAS shape is met outside a capture
     if (m.graph) {
       cudaGraph_t g = nullptr;

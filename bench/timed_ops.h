@@ -82,6 +82,9 @@ class TimedOps final : public Ops {
   void weights_unchanged(const float* W, int N, int K) override {
     GRPO_TIMED("weights_unchanged", in_.weights_unchanged(W, N, K));
   }
+  void fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) override {
+    GRPO_TIMED("fc_in_forward", in_.fc_in_forward(X, W_in, h0, M, N, D));
+  }
   void bias_grad(const float* dY, float* db, int M, int N, float* s) override {
     GRPO_TIMED("bias_grad", in_.bias_grad(dY, db, M, N, s));
   }
@@ -91,6 +94,8 @@ class TimedOps final : public Ops {
   void layernorm_residual_backward(const LayerNormBackward& a) override {
     GRPO_TIMED("layernorm_backward", in_.layernorm_residual_backward(a));
   }
+  // Per op (whole_ false), the LayerNorm input backward is the composition, which reads h0.
+  bool loss_pass_reads_h0(int N, int D) const override { return !whole_ || in_.loss_pass_reads_h0(N, D); }
   void layernorm_input_backward(const LayerNormInputBackward& a) override {
     if (!whole_) return Ops::layernorm_input_backward(a);
     GRPO_TIMED("layernorm_input_backward", in_.layernorm_input_backward(a));

@@ -1,5 +1,7 @@
 #include "engine/ops.h"
 
+#include <stdexcept>
+
 #include "engine/policy.h"
 #include "kernels/policy_head.h"
 
@@ -9,9 +11,11 @@ Ops::RolloutStep rollout_step_at(const Ops::Rollout& r, int t) {
   const size_t row = size_t(t) * r.N;
   const bool last = t + 1 == r.T;
   const PolicyActs now = r.acts.rows_from(row, r.H);
+  PolicyActs next = last ? now : r.acts.rows_from(row + r.N, r.H);
+  if (!r.keep_h0) next.h0 = nullptr;
   return Ops::RolloutStep{r.p,
                           now,
-                          last ? now : r.acts.rows_from(row + r.N, r.H),
+                          next,
                           last ? nullptr : r.obs + (row + r.N) * r.D,
                           r.actions + row,
                           r.rewards + row,
@@ -40,6 +44,8 @@ void Ops::rollout_step(const RolloutStep& s) {
   policy_head_forward(*this, s.p, s.N, s.H, s.now, drop);
   sample_actions(s.now.logits, s.N, s.seed, s.epoch, s.t, s.actions);
   games_step(s.games, s.actions, s.seed, s.epoch, s.t, s.rewards, s.obs_next);
+  if (s.obs_next && s.next.h0 == nullptr)
+    throw std::logic_error("Ops::rollout_step: the composition needs next.h0 (Rollout::keep_h0)");
   if (s.obs_next) policy_trunk_start(*this, s.p, s.obs_next, s.N, s.D, s.H, s.next);
 }
 

@@ -32,6 +32,11 @@ class Ops {
   virtual void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                                       bool accumulate) = 0;
   virtual void bias_grad(const float* dY, float* db, int M, int N, float* scratch) = 0;
+  // fc_in: h0[M, N] = X[M, D] W_in[N, D]^T, no bias. The default is linear_forward; CudaOps runs
+  // kernels/fc_in.h's fixed order, the one its rollout step and LayerNorm input backward use.
+  virtual void fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) {
+    linear_forward(X, W_in, nullptr, h0, M, N, D);
+  }
   // --precision bf16 (kernels/bf16.h): y = x rounded to bf16, and the three products on bf16
   // operands with fp32 sums and outputs. The step takes them for fc1 when the parameter views
   // carry fc1.weight's bf16 copy (engine/policy.h, fc1_forward).
@@ -68,8 +73,9 @@ class Ops {
   // default (ops.cpp) runs the two ops; HostOps and CudaOps never write dh0 (kernels/layernorm.h).
   struct LayerNormInputBackward {
     LayerNormBackward ln;
-    const float* X;  // [M, D]: fc_in's input
-    float* dW_in;    // [N, D]
+    const float* X;     // [M, D]: fc_in's input
+    const float* W_in;  // [N, D]: fc_in's weights (h0 = X W_in^T), for an executor that recomputes h0
+    float* dW_in;       // [N, D]
     int D;
   };
   virtual void layernorm_input_backward(const LayerNormInputBackward& a);
@@ -108,8 +114,15 @@ class Ops {
     const uint32_t* epoch;
     float dropout;
     int T, N, D, H;
+    // Whether steps 1.. write their h0 rows (the rows of step 0 come from policy_trunk_start
+    // either way): false only where loss_pass_reads_h0 said so, and only an executor whose own
+    // rollout_step honours a null next.h0 may say so.
+    bool keep_h0 = true;
   };
   virtual void rollout(const Rollout& r);
+  // Whether this executor's loss pass reads the rollout's h0 rows (N columns, observations of D):
+  // CudaOps recomputes h0 where layernorm_input_backward_recomputes_h0 (kernels/layernorm.h).
+  virtual bool loss_pass_reads_h0(int /*N*/, int /*D*/) const { return true; }
 
   // Everything row-local from one rollout step's product with fc1 to the next one's (spec steps
   // 1-2), for the N games of step t:

@@ -4,7 +4,7 @@ namespace grpo {
 
 void policy_trunk_start(Ops& ops, const ParamViews& p, const float* X, int rows, int obs_dim, int hidden,
                         const PolicyActs& a) {
-  ops.linear_forward(X, p.fc_in_w, nullptr, a.h0, rows, hidden, obs_dim);
+  ops.fc_in_forward(X, p.fc_in_w, a.h0, rows, hidden, obs_dim);
   ops.layernorm_residual_forward({a.h0, p.ln_gamma, p.ln_beta, a.h1, a.ln_mean, a.ln_rstd, rows, hidden, a.h1_bf16});
 }
 
@@ -62,7 +62,7 @@ void policy_trunk_backward(Ops& ops, const ParamViews& p, const ParamViews& g, c
   }
   Ops::LayerNormBackward ln{dh1,        a.h0,      p.ln_gamma, a.ln_mean, a.ln_rstd, dh0,
                             g.ln_gamma, g.ln_beta, scratch,    rows,      hidden};
-  ops.layernorm_input_backward({ln, X, g.fc_in_w, obs_dim});
+  ops.layernorm_input_backward({ln, X, p.fc_in_w, g.fc_in_w, obs_dim});
 }
 
 }  // namespace grpo

@@ -142,7 +142,8 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   // by T products here and by the loss pass, and written only by AdamW at the end.
   refresh_fc1_weights(ops, b.p, H);
   ops.range_push("rollout");
-  ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H});
+  ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H,
+                           ops.loss_pass_reads_h0(H, D)});
   ops.range_pop();
   // The epoch's score is known once its games are played: the state that played them is kept
   // when it is a new best, before any update changes it.

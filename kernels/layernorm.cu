@@ -296,19 +296,13 @@ void layernorm_residual_backward_cuda(const float* dh1, const float* h0, const f
   colsum::finish_cuda(scratch, colsum::chunks(size_t(M)), N, dgamma, dbeta, stream);
 }
 
-// Moves 8*M*N + 16*M bytes in the stats-only row kernel (dh1 and h0 in, two means out), then
-// 8*M*N + 4*M*D + 16*M in the column pass plus 8 * (2 + D) * chunks * N for its partial sums
-// (chunks <= 256): no [M, N] array is written.
-void layernorm_input_backward_cuda(const float* dh1, const float* h0, const float* X, const float* gamma,
-                                   const float* mean, const float* rstd, float* dgamma, float* dbeta, float* dW_in,
-                                   int M, int N, int D, float* scratch, cudaStream_t stream) {
-  check_layernorm_shape(M, N, "layernorm_input_backward_cuda");
-  if (D < 1 || D > kLayerNormMaxObs)
-    throw std::invalid_argument("layernorm_input_backward_cuda: D must be in [1, " + std::to_string(kLayerNormMaxObs) +
-                                "], got " + std::to_string(D));
-  const unsigned chunks = colsum::chunks(size_t(M));
-  float* partial = scratch;
-  float* stats = scratch + size_t(2 + D) * chunks * size_t(N);
+namespace {
+
+// The input backward's two passes for shapes the one pass does not take: the stats-only row
+// kernel, then the column pass, both reading h0 and dh1.
+void layernorm_input_two_passes(const float* dh1, const float* h0, const float* X, const float* gamma,
+                                const float* mean, const float* rstd, int M, int N, int D, unsigned chunks,
+                                float* partial, float* stats, cudaStream_t stream) {
   if (M > 0) {
     const bool vec = N % 4 == 0 && aligned16(dh1) && aligned16(h0) && aligned16(gamma);
     if (N <= kWarpRowMaxN)
@@ -323,6 +317,29 @@ void layernorm_input_backward_cuda(const float* dh1, const float* h0, const floa
                          : layernorm_input_grad_kernel<kLayerNormMaxObs, false>,
          dim3(ceil_div(size_t(N), kInTile), chunks), dim3(kBlock), 0, stream, dh1, h0, X, gamma, mean, rstd,
          static_cast<const float*>(stats), M, N, D, colsum::rows_per_chunk(size_t(M)), partial);
+}
+
+}  // namespace
+
+// One pass: 4*M*N bytes (dh1 in) plus 4*M*(D + 2) and 8 * (2 + D) * chunks * N for the partial
+// sums (chunks <= 256). Two passes: 8*M*N + 16*M bytes in the stats-only row kernel (dh1 and h0
+// in, two means out), then 8*M*N + 4*M*D + 16*M in the column pass plus the partial sums. No
+// [M, N] array is written either way.
+void layernorm_input_backward_cuda(const float* dh1, const float* h0, const float* X, const float* W_in,
+                                   const float* gamma, const float* mean, const float* rstd, float* dgamma,
+                                   float* dbeta, float* dW_in, int M, int N, int D, float* scratch,
+                                   cudaStream_t stream) {
+  check_layernorm_shape(M, N, "layernorm_input_backward_cuda");
+  if (D < 1 || D > kLayerNormMaxObs)
+    throw std::invalid_argument("layernorm_input_backward_cuda: D must be in [1, " + std::to_string(kLayerNormMaxObs) +
+                                "], got " + std::to_string(D));
+  const unsigned chunks = colsum::chunks(size_t(M));
+  float* partial = scratch;
+  float* stats = scratch + size_t(2 + D) * chunks * size_t(N);
+  if (layernorm_input_backward_recomputes_h0(N, D))
+    layernorm_onepass::partial_sums_cuda(dh1, X, W_in, gamma, mean, rstd, M, N, D, partial, stream);
+  else
+    layernorm_input_two_passes(dh1, h0, X, gamma, mean, rstd, M, N, D, chunks, partial, stats, stream);
   launch(layernorm_input_finish_kernel, dim3(ceil_div(size_t(2 + D) * N, kBlock)), dim3(kBlock), 0, stream,
          static_cast<const float*>(partial), chunks, N, D, dgamma, dbeta, dW_in);
 }

@@ -12,6 +12,7 @@
 
 #include "kernels/activations_colsum.h"
 #include "kernels/bf16.h"
+#include "kernels/layernorm_input_onepass.h"
 
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>
@@ -45,15 +46,24 @@ void layernorm_input_backward_host(const float* dh1, const float* h0, const floa
                                    int M, int N, int D, float* partial);
 
 // The same op on the GPU (CudaOps fuses Ops::layernorm_input_backward with it), for D up to
-// kLayerNormMaxObs (the game's observation: 1 + 3 Fmax <= 25): a stats-only row kernel writes
-// each row's two means, then a column pass (a lane per column, 8 warps over a row chunk)
-// recomputes dh0 and sums dgamma, dbeta and dW_in's D columns; dh0 is never written, and dW_in
-// needs no product (so it is fp32 under --tf32 too). Its host twin is the composition (the
-// backward above, then the product); scratch holds layernorm_input_backward_scratch_floats(M,
-// N, D) floats.
+// kLayerNormMaxObs (the game's observation: 1 + 3 Fmax <= 25); dh0 is never written, and dW_in
+// needs no product (so it is fp32 under --tf32 too). Two ways, by shape:
+// - When layernorm_input_backward_recomputes_h0(N, D) (N <= 2048 and D <= 10: both presets),
+//   one pass over dh1 (kernels/layernorm_input_onepass.h) that recomputes h0 = X W_in^T at each
+//   element and never reads h0 (which may then be nullptr). Its h0 is an fmaf chain over d
+//   ascending from 0, as fc_in_forward_cuda and the rollout's fused step compute it: mean and
+//   rstd must come from that h0.
+// - Otherwise a stats-only row kernel writes each row's two means, then a column pass (a lane per
+//   column, 8 warps over a row chunk) reads h0 and dh1 again, recomputes dh0 and sums dgamma,
+//   dbeta and dW_in's D columns.
+// Its host twin is the composition (the backward above, then the product); scratch holds
+// layernorm_input_backward_scratch_floats(M, N, D) floats.
 constexpr int kLayerNormMaxObs = 25;
 inline size_t layernorm_input_backward_scratch_floats(int M, int N, int D) {
   return layernorm_input_backward_partial_floats(M, N, D) + 2 * size_t(M);
+}
+inline bool layernorm_input_backward_recomputes_h0(int N, int D) {
+  return N <= layernorm_onepass::kMaxN && D >= 1 && D <= layernorm_onepass::kMaxD;
 }
 #if defined(GRPO_HAVE_CUDA)
 // h1_bf16, when given: h1 rounded to bf16 is written there instead of h1 (--precision bf16,
@@ -64,9 +74,10 @@ void layernorm_residual_backward_cuda(const float* dh1, const float* h0, const f
                                       const float* rstd, float* dh0, float* dgamma, float* dbeta, int M, int N,
                                       float* scratch, cudaStream_t stream);
 // Throws std::invalid_argument for a shape outside the above.
-void layernorm_input_backward_cuda(const float* dh1, const float* h0, const float* X, const float* gamma,
-                                   const float* mean, const float* rstd, float* dgamma, float* dbeta, float* dW_in,
-                                   int M, int N, int D, float* scratch, cudaStream_t stream);
+void layernorm_input_backward_cuda(const float* dh1, const float* h0, const float* X, const float* W_in,
+                                   const float* gamma, const float* mean, const float* rstd, float* dgamma,
+                                   float* dbeta, float* dW_in, int M, int N, int D, float* scratch,
+                                   cudaStream_t stream);
 #endif
 
 // Throws std::invalid_argument unless 8 <= N <= 8192 and M >= 0.

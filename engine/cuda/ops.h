@@ -4,6 +4,7 @@
 #pragma once
 #include "engine/ops.h"
 #include "env/game_config.h"
+#include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 
 #if !defined(GRPO_HAVE_CUDA)
@@ -30,6 +31,10 @@ class CudaOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                               bool accumulate) override;
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
+  void fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) override;
+  // Its rollout step writes h0 only when asked (Rollout::keep_h0), and its LayerNorm input backward
+  // recomputes h0 from the observations at the presets' shapes.
+  bool loss_pass_reads_h0(int N, int D) const override { return !layernorm_input_backward_recomputes_h0(N, D); }
   void cast_bf16(const float* x, Bf16* y, size_t n) override;
   void linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) override;
   void linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) override;

@@ -4,6 +4,7 @@
 
 #include "engine/cuda/rollout_step.h"
 #include "kernels/best_snapshot.h"
+#include "kernels/fc_in.h"
 #include "engine/metrics_ring.h"
 #include "core/cuda_check.h"
 #include "kernels/gelu.h"
@@ -27,8 +28,8 @@ void CudaOps::games_step(const GamesView& g, const int32_t* actions, uint64_t se
 static_assert(1 + 3 * kMaxFruitSlots <= kLayerNormMaxObs, "every game's observation fits the fused input backward");
 void CudaOps::layernorm_input_backward(const LayerNormInputBackward& a) {
   const LayerNormBackward& ln = a.ln;
-  layernorm_input_backward_cuda(ln.dh1, ln.h0, a.X, ln.gamma, ln.mean, ln.rstd, ln.dgamma, ln.dbeta, a.dW_in, ln.M,
-                                ln.N, a.D, ln.scratch, stream_);
+  layernorm_input_backward_cuda(ln.dh1, ln.h0, a.X, a.W_in, ln.gamma, ln.mean, ln.rstd, ln.dgamma, ln.dbeta, a.dW_in,
+                                ln.M, ln.N, a.D, ln.scratch, stream_);
 }
 void CudaOps::policy_head_loss(const HeadLoss& h) {
   head_loss_cuda(HeadLossArgs{h.a1, h.b1, h.w_out, h.b_out, h.actions, h.adv, h.M, h.H, h.objective, h.drop, h.logits,
@@ -54,6 +55,9 @@ void CudaOps::linear_backward_input(const float* dY, const float* W, float* dX, 
 }
 void CudaOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate) {
   linear_backward_weight_cuda(blas_, dY, X, dW, M, N, K, accumulate, stream_);
+}
+void CudaOps::fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) {
+  fc_in_forward_cuda(X, W_in, h0, M, N, D, stream_);
 }
 void CudaOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
   bias_grad_cuda(dY, db, M, N, scratch, stream_);

@@ -115,20 +115,17 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   // The next step's trunk start: h0 = obs W_in^T, Welford over gelu(h0), then h1. A thread's four
   // rows of W_in are loaded kObsChunk columns at a time, all four rows' before any is used, so
   // they cost an L2 round trip a chunk (2 for D = 10), not one per few columns per row; each sum
-  // still runs over j ascending.
+  // still runs over j ascending from 0, kernels/fc_in.h's order. h0 goes out only when the loss
+  // pass reads it (s.next.h0 set: Ops::Rollout::keep_h0).
   const int D = s.D;
-  float* h0 = s.next.h0 + row * H;
-  Welford w{0.f, 0.f, 0.f};
-  // A thread with one group of h0 (H <= 4 kStepThreads: the small preset) keeps it for LayerNorm
-  // below instead of reading back what it stored.
-  const bool one_group = groups <= unsigned(kStepThreads);
-  float kept[4] = {0.f, 0.f, 0.f, 0.f};
-  for (unsigned c = tid; c < groups; c += kStepThreads) {
-    const unsigned n = std::min(4u, H - 4 * c);
+  float* h0 = s.next.h0 ? s.next.h0 + row * H : nullptr;
+  const auto h0_group = [&](unsigned c, unsigned n, float(&acc)[4]) {
     const float* wr[4];
-    float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) wr[k] = p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
+    for (unsigned k = 0; k < 4; ++k) {
+      wr[k] = p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
+      acc[k] = 0.f;
+    }
     for (int j0 = 0; j0 < D; j0 += kObsChunk) {
       float wv[4][kObsChunk];
 #pragma unroll
@@ -142,14 +139,24 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
         for (unsigned k = 0; k < 4; ++k) acc[k] = fmaf(sh.obs[j0 + i], wv[k][i], acc[k]);
       }
     }
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) acc[k] = k < n ? acc[k] : 0.f;
+  };
+  Welford w{0.f, 0.f, 0.f};
+  // A thread with one group of h0 (H <= 4 kStepThreads: the small preset) keeps it for LayerNorm
+  // below; with more, it reads back what it stored, or computes it again when it stored nothing.
+  const bool one_group = groups <= unsigned(kStepThreads);
+  float kept[4] = {0.f, 0.f, 0.f, 0.f};
+  for (unsigned c = tid; c < groups; c += kStepThreads) {
+    const unsigned n = std::min(4u, H - 4 * c);
     float v[4];
+    h0_group(c, n, v);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
-      v[k] = k < n ? acc[k] : 0.f;
       if (k < n) welford_add(w, gelu(v[k]));
       kept[k] = v[k];
     }
-    store4(h0 + 4 * c, n, vec, v);
+    if (h0) store4(h0 + 4 * c, n, vec, v);
   }
   w = row_welford<kStepThreads>(w, sh.welford);
   const float mu = w.mean, rs = rsqrtf(w.m2 / float(H) + kLayerNormEps);
@@ -162,8 +169,10 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     if (one_group)
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k) v[k] = kept[k];
-    else
+    else if (h0)
       load4(h0 + 4 * c, n, vec, v);
+    else
+      h0_group(c, n, v);
     load4(p.ln_gamma + 4 * c, n, vec, ga);
     load4(p.ln_beta + 4 * c, n, vec, be);
 #pragma unroll

@@ -14,6 +14,7 @@
 #include "engine/cuda/rollout_step.h"
 #include "engine/host/ops.h"
 #include "engine/step.h"
+#include "kernels/fc_in.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
 
@@ -99,10 +100,28 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
   CudaOps dev(c.game, c.batch_size, blas, nullptr);
   const StepBuffers db = StepBuffers::over(a.dev_slabs.get(), a.dev.get(), c);
   const Ops::RolloutStep hs = step_of(hb, c, t), ds = step_of(db, c, t);
+  // First without h0 (Rollout::keep_h0 false, as CudaOps trains at the presets' shapes), then as
+  // the host twin runs it, from the same upload: the same bytes everywhere but h0's rows, which
+  // keep their poison without it.
+  Ops::RolloutStep ds_no_h0 = ds;
+  ds_no_h0.next.h0 = nullptr;
+  dev.rollout_step(ds_no_h0);
+  const std::vector<char> got_no_h0 = a.download();
+  a.upload();
   host.rollout_step(hs);  // HostOps keeps the default: the host twin
   dev.rollout_step(ds);
   const std::vector<char> got = a.download();
   const void* base = got.data();
+  const size_t h0_off =
+      static_cast<const char*>(static_cast<const void*>(hs.next.h0)) - static_cast<const char*>(a.host);
+  const size_t h0_bytes = hs.obs_next ? size_t(N) * H * sizeof(float) : 0;
+  EXPECT_EQ(std::memcmp(got.data(), got_no_h0.data(), h0_off), 0) << "bytes before h0 differ without h0";
+  EXPECT_EQ(
+      std::memcmp(got.data() + h0_off + h0_bytes, got_no_h0.data() + h0_off + h0_bytes, got.size() - h0_off - h0_bytes),
+      0)
+      << "bytes after h0 differ without h0";
+  for (float x : view<float>(got_no_h0.data(), hs.next.h0, a.host, h0_bytes / sizeof(float)))
+    ASSERT_TRUE(std::isnan(x)) << "h0 written without next.h0";
 
   EXPECT_EQ(view<int32_t>(base, hs.actions, a.host, N), host_view(hs.actions, N)) << "actions";
   const auto same_bytes = [&](const void* p, size_t n, const char* what) {
@@ -123,6 +142,10 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
   EXPECT_LE(rel_l2(logits, host_view(hs.now.logits, size_t(N) * kActions)), 1e-5);
   if (hs.obs_next) {
     same_bytes(hs.obs_next, size_t(N) * D * 4, "next observations");
+    // h0 in kernels/fc_in.h's order, to the bit: what the LayerNorm input backward recomputes.
+    std::vector<float> want_h0(size_t(N) * H);
+    fc_in_forward_host(hs.obs_next, hb.p.fc_in_w, want_h0.data(), N, H, D);
+    EXPECT_EQ(view<float>(base, hs.next.h0, a.host, size_t(N) * H), want_h0) << "h0 not in fc_in's order";
     const bool bf16 = hs.next.h1_bf16 != nullptr;
     for (auto [p, n, what] :
          {std::tuple{hs.next.h0, size_t(N) * H, "h0"}, std::tuple{hs.next.h1, size_t(N) * H, "h1"},

@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
+#include "kernels/fc_in.h"
 #include "kernels/layernorm.h"
 #include "kernels/matmul.h"
 #include "tests/test_util.h"
@@ -88,9 +90,13 @@ TEST(LayerNormCuda, BackwardMatchesHostAndRepeatsBitForBit) {
 }
 
 // The fused input backward (dh0 never written) against its host twin, the composition: the
-// backward above, then dW_in = dh0^T X. Both row layouts, the scalar path, several row chunks,
-// observation widths 1, 10 (the default game) and 25 (the largest), chunks of more rows than a
-// warp loads at once (9000 rows: 40 a chunk, 5 a warp); twice, bit for bit.
+// backward above, then dW_in = dh0^T X, with h0 = X W_in^T in kernels/fc_in.h's order and the
+// forward's statistics of that h0 (as training gives them). Where the one pass takes the shape
+// (layernorm_input_backward_recomputes_h0: N <= 2048, D <= 10) it must not read h0, so h0 goes
+// in poisoned there. One pass: teams of 32 (16 a block), 128 and 512 threads, a ragged row, the
+// scalar path, D 1 and 7 (compiled for any D <= 10) and 10 (for exactly 10), 9000 rows (40 a
+// chunk, rows past the chunk in the prefetch). Two passes: N 2049 and 1100 at D 25, both row
+// layouts. Twice each, bit for bit.
 TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   GRPO_REQUIRE_DEVICE();
   const uint64_t base = std::random_device{}();
@@ -101,25 +107,32 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
     size_t offset;
   };
   for (const InCase c : {InCase{13, 8, 1, 0}, InCase{9, 37, 10, 1}, InCase{150, 64, 10, 0}, InCase{6, 1100, 25, 0},
-                         InCase{70, 40, 25, 0}, InCase{9000, 40, 10, 0}}) {
+                         InCase{70, 40, 25, 0}, InCase{9000, 40, 10, 0}, InCase{37, 512, 10, 0},
+                         InCase{11, 2048, 10, 0}, InCase{7, 1030, 7, 0}, InCase{5, 2049, 10, 0}}) {
     SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
+    const bool one_pass = layernorm_input_backward_recomputes_h0(c.N, c.D);
     const size_t n = size_t(c.M) * c.N;
-    const auto h0 = random_floats(n + c.offset, ++seed, -1.f, 3.f), dh1 = random_floats(n + c.offset, ++seed);
-    const auto gamma = random_floats(c.N, ++seed, 0.5f, 1.5f), beta = random_floats(c.N, ++seed);
     const auto X = random_floats(size_t(c.M) * c.D, ++seed, -1.f, 1.f);
+    const auto w_in = random_floats(size_t(c.N) * c.D, ++seed, -1.f, 1.f);
+    std::vector<float> h0(n + c.offset);
+    fc_in_forward_host(X.data(), w_in.data(), h0.data() + c.offset, c.M, c.N, c.D);
+    const auto dh1 = random_floats(n + c.offset, ++seed);
+    const auto gamma = random_floats(c.N, ++seed, 0.5f, 1.5f), beta = random_floats(c.N, ++seed);
     std::vector<float> h1(n), mean(c.M), rstd(c.M), dh0(n), want_dg(c.N), want_db(c.N), want_dw(size_t(c.N) * c.D);
     layernorm_residual_forward_host(h0.data() + c.offset, gamma.data(), beta.data(), h1.data(), mean.data(),
                                     rstd.data(), c.M, c.N);
     layernorm_residual_backward_host(dh1.data() + c.offset, h0.data() + c.offset, gamma.data(), mean.data(),
                                      rstd.data(), dh0.data(), want_dg.data(), want_db.data(), c.M, c.N, nullptr);
     linear_backward_weight_host(dh0.data(), X.data(), want_dw.data(), c.M, c.N, c.D, false);
-    DeviceBuffer<float> ddh1(dh1), dh0_in(h0), dx(X), dg(gamma), dm(mean), dr(rstd);
+    DeviceBuffer<float> ddh1(dh1), dh0_in(one_pass ? poisoned(n + c.offset) : h0), dx(X), dw_in(w_in), dg(gamma),
+        dm(mean), dr(rstd);
     DeviceBuffer<float> scratch(poisoned(layernorm_input_backward_scratch_floats(c.M, c.N, c.D)));
     std::vector<std::vector<float>> got[2];
     for (auto& g : got) {
       DeviceBuffer<float> ddg(poisoned(c.N)), ddb(poisoned(c.N)), ddw(poisoned(size_t(c.N) * c.D));
-      layernorm_input_backward_cuda(ddh1.get() + c.offset, dh0_in.get() + c.offset, dx.get(), dg.get(), dm.get(),
-                                    dr.get(), ddg.get(), ddb.get(), ddw.get(), c.M, c.N, c.D, scratch.get(), nullptr);
+      layernorm_input_backward_cuda(ddh1.get() + c.offset, dh0_in.get() + c.offset, dx.get(), dw_in.get(), dg.get(),
+                                    dm.get(), dr.get(), ddg.get(), ddb.get(), ddw.get(), c.M, c.N, c.D, scratch.get(),
+                                    nullptr);
       g = {ddg.download(), ddb.download(), ddw.download()};
     }
     EXPECT_LE(rel_l2(got[0][0], want_dg), 1e-5) << "dgamma";
@@ -130,10 +143,30 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   }
 }
 
+// fc_in's fixed order on the device: the host twin's bits (both are the same fmaf chain).
+TEST(FcInCuda, MatchesHostBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  const uint64_t base = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << base);
+  uint64_t seed = base;
+  for (const auto& [M, N, D] : {std::tuple{1, 8, 1}, std::tuple{33, 37, 10}, std::tuple{5, 512, 25}}) {
+    const auto X = random_floats(size_t(M) * D, ++seed, -1.f, 1.f), W = random_floats(size_t(N) * D, ++seed);
+    std::vector<float> want(size_t(M) * N);
+    fc_in_forward_host(X.data(), W.data(), want.data(), M, N, D);
+    DeviceBuffer<float> dx(X), dw(W), dh0(poisoned(size_t(M) * N + 1));
+    fc_in_forward_cuda(dx.get(), dw.get(), dh0.get(), M, N, D, nullptr);
+    auto got = dh0.download();
+    EXPECT_TRUE(std::isnan(got.back())) << "written past the end";
+    got.pop_back();
+    EXPECT_EQ(got, want) << M << "x" << N << " D " << D;
+  }
+  EXPECT_THROW(fc_in_forward_cuda(nullptr, nullptr, nullptr, 1, 8, 0, nullptr), std::invalid_argument);
+}
+
 TEST(LayerNormCuda, InputBackwardRejectsObservationWidthsOutsideOneTo25) {
   for (const int D : {0, kLayerNormMaxObs + 1})
     EXPECT_THROW(layernorm_input_backward_cuda(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
-                                               nullptr, 4, 16, D, nullptr, nullptr),
+                                               nullptr, nullptr, 4, 16, D, nullptr, nullptr),
                  std::invalid_argument)
         << D;
 }

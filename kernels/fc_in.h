@@ -1,0 +1,30 @@
+// fc_in (the policy's first layer, no bias) in one fixed order: h0[r, c] = sum over d of
+// X[r, d] W_in[c, d] as an fmaf chain over d ascending from 0. The rollout's fused step
+// (engine/cuda/rollout_step_block.cuh) computes its next h0 in this order, and the LayerNorm input
+// backward recomputes h0 so instead of reading it (kernels/layernorm_input_onepass.h): on the
+// CUDA executor every h0 is these bits, so the statistics the forward saved fit the recomputed h0
+// exactly. X [M, D], W_in [N, D] (PyTorch's [out, in]), h0 [M, N].
+#pragma once
+#include <cmath>
+
+#include "core/host_device.h"
+
+#if defined(GRPO_HAVE_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace grpo {
+
+GRPO_HD float fc_in_dot(const float* x, const float* w, int D) {
+  float acc = 0.f;
+  for (int d = 0; d < D; ++d) acc = fmaf(x[d], w[d], acc);
+  return acc;
+}
+
+void fc_in_forward_host(const float* X, const float* W_in, float* h0, int M, int N, int D);
+#if defined(GRPO_HAVE_CUDA)
+// Throws std::invalid_argument unless M >= 0, N >= 1 and D >= 1.
+void fc_in_forward_cuda(const float* X, const float* W_in, float* h0, int M, int N, int D, cudaStream_t stream);
+#endif
+
+}  // namespace grpo

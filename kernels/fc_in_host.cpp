@@ -1,0 +1,13 @@
+#include <cmath>
+#include <cstddef>
+
+#include "kernels/fc_in.h"
+
+namespace grpo {
+
+void fc_in_forward_host(const float* X, const float* W_in, float* h0, int M, int N, int D) {
+  for (size_t r = 0; r < size_t(M); ++r)
+    for (size_t c = 0; c < size_t(N); ++c) h0[r * N + c] = fc_in_dot(X + r * D, W_in + c * D, D);
+}
+
+}  // namespace grpo
