@@ -40,12 +40,12 @@ void Ops::rollout(const Rollout& r) {
 }
 
 void Ops::rollout_step(const RolloutStep& s) {
+  if (s.obs_next && s.next.h0 == nullptr)  // before any op has changed a thing
+    throw std::logic_error("Ops::rollout_step: the composition needs next.h0 (Rollout::keep_h0)");
   const DropoutSpec drop{s.dropout, s.seed, Purpose::DropoutRollout, s.epoch, s.t};
   policy_head_forward(*this, s.p, s.N, s.H, s.now, drop);
   sample_actions(s.now.logits, s.N, s.seed, s.epoch, s.t, s.actions);
   games_step(s.games, s.actions, s.seed, s.epoch, s.t, s.rewards, s.obs_next);
-  if (s.obs_next && s.next.h0 == nullptr)
-    throw std::logic_error("Ops::rollout_step: the composition needs next.h0 (Rollout::keep_h0)");
   if (s.obs_next) policy_trunk_start(*this, s.p, s.obs_next, s.N, s.D, s.H, s.next);
 }
 

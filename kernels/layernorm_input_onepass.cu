@@ -2,6 +2,8 @@
 #include "kernels/layernorm_input_onepass.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "core/launch.h"
 #include "kernels/activations_colsum.h"
@@ -19,7 +21,8 @@ constexpr int kSums = 2 + kMaxD;
 struct Args {
   const float *dh1, *X, *W_in, *gamma, *mean, *rstd;
   int M, N, D;
-  bool vec;  // float4 access to dh1, gamma and partial
+  bool vec;       // float4 access to dh1, gamma and partial
+  float* h0_out;  // kH0Out: the recomputed h0 goes here too (tests)
 };
 
 // What a thread reads of one row besides dh1: the observation and the forward's statistics.
@@ -40,7 +43,7 @@ struct RowIn {
 //      sums with dh1 xhat, dh1 and dh0 X[row, d].
 // dh1 is the only [M, N] array read, once; h0 is never read and dh0 never written. Its loads run
 // two rounds ahead, the observation's and the statistics' one round ahead.
-template <bool kExactD>
+template <bool kExactD, bool kH0Out>
 __global__ void __launch_bounds__(kThreads, 1)
     layernorm_input_onepass_kernel(Args a, unsigned team, unsigned rows_per_chunk, float* __restrict__ partial) {
   __shared__ float warp_sums[kWarps][2];  // [warp of the block][sum]: a team's warps are contiguous
@@ -97,6 +100,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       h[2] = fmaf(in.x[d], w.z, h[2]);
       h[3] = fmaf(in.x[d], w.w, h[3]);
     }
+    if (kH0Out && row < r1 && n > 0) store4(a.h0_out + row * N + 4 * t, n, false, h);
     float dg[4], xhat[4], s1 = 0.f, s2 = 0.f;  // dy = 0 past the row's end and past the chunk
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
@@ -165,30 +169,37 @@ __global__ void __launch_bounds__(kThreads, 1)
 // never lowers the limit below what a captured graph's node asks for. Not a stream operation:
 // allowed while a stream captures.
 constexpr size_t kSmemLimit = size_t(kMaxD) * kThreads * sizeof(float4);
-template <bool kExactD>
-void allow_smem() {
-  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<kExactD>),
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(kSmemLimit)));
+template <bool kExactD, bool kH0Out>
+void launch_onepass(const Args& a, unsigned tm, size_t smem, unsigned chunks, unsigned rows, float* partial,
+                    cudaStream_t stream) {
+  const auto kernel = layernorm_input_onepass_kernel<kExactD, kH0Out>;
+  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(kSmemLimit)));
+  launch(kernel, chunks, kThreads, smem, stream, a, tm, rows, partial);
 }
 
 }  // namespace
 
-// Moves 4*M*N bytes of dh1 (2 + D) * 4 * chunks * N of partial sums, and 4*M*(D + 2) of
+// Moves 4*M*N bytes of dh1, (2 + D) * 4 * chunks * N of partial sums, and 4*M*(D + 2) of
 // observations and statistics; W_in and gamma once a block, from L2.
 void partial_sums_cuda(const float* dh1, const float* X, const float* W_in, const float* gamma, const float* mean,
-                       const float* rstd, int M, int N, int D, float* partial, cudaStream_t stream) {
+                       const float* rstd, int M, int N, int D, float* partial, cudaStream_t stream, float* h0_out) {
+  if (M < 0 || N < 1 || N > kMaxN || D < 1 || D > kMaxD)
+    throw std::invalid_argument("layernorm_onepass::partial_sums_cuda: needs M >= 0, 1 <= N <= " +
+                                std::to_string(kMaxN) + " and 1 <= D <= " + std::to_string(kMaxD) + ", got M " +
+                                std::to_string(M) + ", N " + std::to_string(N) + ", D " + std::to_string(D));
   const unsigned tm = team(N);
-  const Args a{dh1,  X, W_in, gamma, mean,
-               rstd, M, N,    D,     N % 4 == 0 && aligned16(dh1) && aligned16(gamma) && aligned16(partial)};
+  const Args a{dh1,   X, W_in, gamma, mean,
+               rstd,  M, N,    D,     N % 4 == 0 && aligned16(dh1) && aligned16(gamma) && aligned16(partial),
+               h0_out};
   const size_t smem = size_t(D) * tm * sizeof(float4);
   const unsigned chunks = colsum::chunks(size_t(M)), rows = colsum::rows_per_chunk(size_t(M));
-  if (D == kMaxD) {
-    allow_smem<true>();
-    launch(layernorm_input_onepass_kernel<true>, chunks, kThreads, smem, stream, a, tm, rows, partial);
-  } else {
-    allow_smem<false>();
-    launch(layernorm_input_onepass_kernel<false>, chunks, kThreads, smem, stream, a, tm, rows, partial);
-  }
+  if (h0_out)
+    D == kMaxD ? launch_onepass<true, true>(a, tm, smem, chunks, rows, partial, stream)
+               : launch_onepass<false, true>(a, tm, smem, chunks, rows, partial, stream);
+  else
+    D == kMaxD ? launch_onepass<true, false>(a, tm, smem, chunks, rows, partial, stream)
+               : launch_onepass<false, false>(a, tm, smem, chunks, rows, partial, stream);
 }
 
 }  // namespace grpo::layernorm_onepass

@@ -25,8 +25,11 @@ inline unsigned team(int N) {
 #if defined(GRPO_HAVE_CUDA)
 // Writes partial[(q * chunks + chunk) * N + col] for q < 2 + D (dgamma, dbeta, then dW_in's
 // column d at q = 2 + d), chunks = colsum::chunks(M), as the two-pass column pass does.
+// h0_out: nullptr, or (for tests) [M, N] where the kernel also writes the h0 it recomputed.
+// Throws std::invalid_argument unless 1 <= N <= kMaxN and 1 <= D <= kMaxD.
 void partial_sums_cuda(const float* dh1, const float* X, const float* W_in, const float* gamma, const float* mean,
-                       const float* rstd, int M, int N, int D, float* partial, cudaStream_t stream);
+                       const float* rstd, int M, int N, int D, float* partial, cudaStream_t stream,
+                       float* h0_out = nullptr);
 #endif
 
 }  // namespace grpo::layernorm_onepass

@@ -2,6 +2,7 @@
 // test_rollout_cluster_cuda.cpp): one rollout from an arena image and parameter slabs on
 // CudaOps, eagerly or captured and replayed, and the arena it leaves behind.
 #pragma once
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -25,9 +26,9 @@ struct Outcome {
 
 // Runs one rollout from the arena image `image` and the parameter slabs `slabs`: eagerly, or
 // (after an eager warm-up that meets every cuBLAS shape) captured and replayed `replays` times,
-// the arena re-uploaded from the image before each replay.
+// the arena re-uploaded from the image before each replay. keep_h0: Ops::Rollout's.
 inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image, const std::vector<float>& slabs,
-                           bool captured, int replays = 1, const RolloutRun& run = nullptr) {
+                           bool captured, int replays = 1, const RolloutRun& run = nullptr, bool keep_h0 = true) {
   DeviceBuffer<float> dev_slabs(slabs);
   DeviceBuffer<char> arena(image);
   CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ride the legacy stream
@@ -41,7 +42,7 @@ inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image,
   const int N = c.games(), H = c.hidden_size;
   if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(H) * H);
   const Ops::Rollout r{b.p,       b.acts,      b.obs, b.actions,   b.rewards, b.games, c.seed, &b.scalars->epoch,
-                       c.dropout, c.max_steps, N,     c.obs_dim(), H};
+                       c.dropout, c.max_steps, N,     c.obs_dim(), H,         keep_h0};
   roll(r);
   Outcome out;
   if (captured) {
@@ -84,6 +85,25 @@ inline std::vector<char> poisoned_arena(const TrainConfig& c, uint32_t epoch) {
   std::vector<char> image(al.total, char(0xFF));
   std::memcpy(image.data() + al.scalars + offsetof(TrainScalars, epoch), &epoch, sizeof epoch);
   return image;
+}
+
+// The arena of a rollout run with Rollout::keep_h0 false (`without`) against the same run with
+// it true (`full`): the same bytes everywhere but the h0 rows of steps 1.., which keep the image's
+// poison (step 0's rows come from the trunk before the steps, whatever keep_h0 says).
+inline void expect_same_without_h0(const TrainConfig& c, const std::vector<char>& full,
+                                   const std::vector<char>& without, const char* what) {
+  const ArenaLayout al(c);
+  const size_t row = size_t(c.hidden_size) * sizeof(float);
+  const size_t begin = al.h0 + size_t(c.games()) * row, end = al.h0 + size_t(c.samples()) * row;
+  ASSERT_EQ(full.size(), without.size());
+  EXPECT_EQ(std::memcmp(full.data(), without.data(), begin), 0) << what << ": the bytes before h0's rows of step 1";
+  EXPECT_EQ(std::memcmp(full.data() + end, without.data() + end, full.size() - end), 0)
+      << what << ": the bytes after h0";
+  for (size_t o = begin; o < end; o += sizeof(float)) {
+    float x;
+    std::memcpy(&x, without.data() + o, sizeof x);
+    ASSERT_TRUE(std::isnan(x)) << what << ": h0 written at arena byte " << o;
+  }
 }
 
 // The first byte where two arenas differ, or their size when none does.

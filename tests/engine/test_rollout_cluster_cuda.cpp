@@ -119,6 +119,8 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   expect_same_rollout(c, product, steps.arena, graph.arena, "replayed");
   expect_took(product, products, "replayed");
   EXPECT_EQ(graph.loop.nodes, 0u) << "no WHILE node";
+  expect_same_without_h0(c, graph.arena, run_rollout(c, image, slabs, true, 1, nullptr, false).arena,
+                         "replayed without h0");
   // The steps' graph: games_reset and the trunk, then the WHILE node and its counters' memset
   // and the last step's two nodes (one step: its two nodes); here the one kernel.
   c.rollout_cluster = c.rollout_cluster_mma = false;

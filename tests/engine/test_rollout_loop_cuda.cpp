@@ -36,6 +36,11 @@ void expect_loop_matches_eager(TrainConfig c) {
   std::memcpy(actions.data(), eager.arena.data() + al.actions, actions.size() * sizeof(int32_t));
   for (int32_t a : actions) ASSERT_TRUE(a >= 0 && a < kActions) << a;
 
+  // As training runs it where the loss pass recomputes h0: no h0 rows after step 0's, the rest
+  // the same bytes, eagerly and replayed.
+  expect_same_without_h0(c, eager.arena, run_rollout(c, image, slabs, false, 1, nullptr, false).arena, "eager");
+  expect_same_without_h0(c, eager.arena, run_rollout(c, image, slabs, true, 2, nullptr, false).arena, "replayed");
+
   // More steps, the same graph outside the loop.
   TrainConfig longer = c;
   longer.max_steps = c.max_steps + 3;

@@ -215,6 +215,18 @@ TEST(RolloutStepCuda, MatchesHostTwinAtTheSmallPresetsWidth) {
   expect_fused_step_matches_host_twin(c, 1);
 }
 
+// The reference's width: four column groups a thread, the float4 paths; without h0 the step
+// computes each group's h0 again for the LayerNorm instead of reading back its store.
+TEST(RolloutStepCuda, MatchesHostTwinAtTheReferenceWidth) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 2048;
+  c.game = GameConfig{};
+  c.batch_size = 1;
+  c.max_steps = 2;
+  expect_fused_step_matches_host_twin(c, 0);
+}
+
 TEST(RolloutStepCuda, LastStepWritesNoNextStep) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();

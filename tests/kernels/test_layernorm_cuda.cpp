@@ -4,6 +4,7 @@
 #include <cstring>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernels/fc_in.h"
@@ -93,10 +94,11 @@ TEST(LayerNormCuda, BackwardMatchesHostAndRepeatsBitForBit) {
 // backward above, then dW_in = dh0^T X, with h0 = X W_in^T in kernels/fc_in.h's order and the
 // forward's statistics of that h0 (as training gives them). Where the one pass takes the shape
 // (layernorm_input_backward_recomputes_h0: N <= 2048, D <= 10) it must not read h0, so h0 goes
-// in poisoned there. One pass: teams of 32 (16 a block), 128 and 512 threads, a ragged row, the
-// scalar path, D 1 and 7 (compiled for any D <= 10) and 10 (for exactly 10), 9000 rows (40 a
-// chunk, rows past the chunk in the prefetch). Two passes: N 2049 and 1100 at D 25, both row
-// layouts. Twice each, bit for bit.
+// in poisoned there, and the h0 it recomputes must be fc_in's to the bit (its test output). One
+// pass: teams of 32 (16 a block), 64, 128, 256 and 512 threads, a ragged row, the scalar path,
+// D 1 and 7 (compiled for any D <= 10) and 10 (for exactly 10), 9000 rows (40 a chunk, rows past
+// the chunk in the prefetch), the reference's width over 4 chunks. Two passes: N 2049 and 1100
+// at D 25, both row layouts. Twice each, bit for bit.
 TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   GRPO_REQUIRE_DEVICE();
   const uint64_t base = std::random_device{}();
@@ -108,7 +110,8 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   };
   for (const InCase c : {InCase{13, 8, 1, 0}, InCase{9, 37, 10, 1}, InCase{150, 64, 10, 0}, InCase{6, 1100, 25, 0},
                          InCase{70, 40, 25, 0}, InCase{9000, 40, 10, 0}, InCase{37, 512, 10, 0},
-                         InCase{11, 2048, 10, 0}, InCase{7, 1030, 7, 0}, InCase{5, 2049, 10, 0}}) {
+                         InCase{11, 2048, 10, 0}, InCase{7, 1030, 7, 0}, InCase{5, 2049, 10, 0}, InCase{50, 200, 10, 0},
+                         InCase{40, 1000, 10, 0}, InCase{100, 2048, 10, 0}}) {
     SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
     const bool one_pass = layernorm_input_backward_recomputes_h0(c.N, c.D);
     const size_t n = size_t(c.M) * c.N;
@@ -140,7 +143,37 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
     EXPECT_LE(rel_l2(got[0][2], want_dw), 1e-5) << "dW_in";
     EXPECT_TRUE(all_close(got[0][2], want_dw, 1e-4, 1e-3)) << "dW_in";
     EXPECT_EQ(got[0], got[1]) << "a second call gives the same bits";
+    if (one_pass) {
+      DeviceBuffer<float> h0_out(poisoned(n)), part(poisoned(layernorm_input_backward_partial_floats(c.M, c.N, c.D)));
+      layernorm_onepass::partial_sums_cuda(ddh1.get() + c.offset, dx.get(), dw_in.get(), dg.get(), dm.get(), dr.get(),
+                                           c.M, c.N, c.D, part.get(), nullptr, h0_out.get());
+      EXPECT_EQ(h0_out.download(), tail(h0, c.offset)) << "the recomputed h0 is not fc_in's";
+    }
   }
+}
+
+// No rows: zero sums from the one pass (a chunk of none), as from the two.
+TEST(LayerNormCuda, InputBackwardOfNoRowsIsZero) {
+  GRPO_REQUIRE_DEVICE();
+  for (const int N : {512, 2049}) {
+    const int D = 10;
+    const auto w_in = random_floats(size_t(N) * D, 5), gamma = random_floats(N, 6);
+    DeviceBuffer<float> dw_in(w_in), dg(gamma), one(std::vector<float>(1, 1.f));
+    DeviceBuffer<float> scratch(poisoned(layernorm_input_backward_scratch_floats(0, N, D)));
+    DeviceBuffer<float> ddg(poisoned(N)), ddb(poisoned(N)), ddw(poisoned(size_t(N) * D));
+    layernorm_input_backward_cuda(one.get(), one.get(), one.get(), dw_in.get(), dg.get(), one.get(), one.get(),
+                                  ddg.get(), ddb.get(), ddw.get(), 0, N, D, scratch.get(), nullptr);
+    for (const auto& v : {ddg.download(), ddb.download(), ddw.download()})
+      for (float x : v) ASSERT_EQ(x, 0.f) << "N " << N;
+  }
+}
+
+TEST(LayerNormCuda, OnePassRefusesShapesItDoesNotTake) {
+  for (const auto& [N, D] : {std::pair{2049, 10}, std::pair{0, 10}, std::pair{512, 11}, std::pair{512, 0}})
+    EXPECT_THROW(layernorm_onepass::partial_sums_cuda(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 4, N, D,
+                                                      nullptr, nullptr),
+                 std::invalid_argument)
+        << N << " " << D;
 }
 
 // fc_in's fixed order on the device: the host twin's bits (both are the same fmaf chain).
