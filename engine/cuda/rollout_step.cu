@@ -16,7 +16,8 @@ using namespace rollout_step_detail;
 
 // loop.counters == nullptr: step s.t, at s's pointers. Otherwise step counters[0], at rows
 // t * N.. of s's step-0 pointers (rollout_step.h).
-__global__ void rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, bool vec) {
+__global__ void __launch_bounds__(kStepThreads, 5)
+    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, bool vec) {
   __shared__ StepShared sh;
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.

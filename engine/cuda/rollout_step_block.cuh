@@ -45,7 +45,7 @@ struct NoH1Copy {
 // s.p's are (vec). a1_row: the game's a1 row, s.now.a1's or a copy (16-byte aligned where vec).
 // Every thread of the block calls it; it may return before its last barrier, so a caller that
 // runs it again first passes a __syncthreads.
-template <class H1Copy = NoH1Copy>
+template <unsigned kKeep = 4, class H1Copy = NoH1Copy>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t t, size_t shift, unsigned g, bool last, bool vec, StepShared& sh,
                                           const float* a1_row = nullptr, const H1Copy& h1_copy = H1Copy{}) {
@@ -142,46 +142,78 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) acc[k] = k < n ? acc[k] : 0.f;
   };
+  // From the Welford pass to the output pass a thread keeps in registers gelu(h0) of its first kKeep
+  // groups (every group when H <= 16 kStepThreads = 2048 with kKeep 4: both presets) and h0 of its
+  // first (every group when H <= 4 kStepThreads = 512, the small preset). Any other group's h0 is
+  // read back from its store, or computed again when it stored nothing (10 FMAs an element, where
+  // its GELU would cost ~28 instructions); its GELU is computed again past kKeep.
   Welford w{0.f, 0.f, 0.f};
-  // A thread with one group of h0 (H <= 4 kStepThreads: the small preset) keeps it for LayerNorm
-  // below; with more, it reads back what it stored, or computes it again when it stored nothing.
-  const bool one_group = groups <= unsigned(kStepThreads);
-  float kept[4] = {0.f, 0.f, 0.f, 0.f};
-  for (unsigned c = tid; c < groups; c += kStepThreads) {
+  const auto welford_group = [&](unsigned c, float(&v)[4], float(&gv)[4]) {
     const unsigned n = std::min(4u, H - 4 * c);
-    float v[4];
     h0_group(c, n, v);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
-      if (k < n) welford_add(w, gelu(v[k]));
-      kept[k] = v[k];
+      gv[k] = gelu(v[k]);
+      if (k < n) welford_add(w, gv[k]);
     }
     if (h0) store4(h0 + 4 * c, n, vec, v);
+  };
+  float kept[4] = {}, kept_gelu[kKeep][4] = {};
+#pragma unroll
+  for (unsigned i = 0; i < kKeep; ++i)
+    if (tid + i * kStepThreads < groups) {
+      float v[4];
+      welford_group(tid + i * kStepThreads, v, kept_gelu[i]);
+      if (i == 0)
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) kept[k] = v[k];
+    }
+  for (unsigned c = tid + kKeep * kStepThreads; c < groups; c += kStepThreads) {
+    float v[4], gv[4];
+    welford_group(c, v, gv);
   }
   w = row_welford<kStepThreads>(w, sh.welford);
   const float mu = w.mean, rs = rsqrtf(w.m2 / float(H) + kLayerNormEps);
   if (tid == 0) s.next.ln_mean[row] = mu, s.next.ln_rstd[row] = rs;
   float* h1 = s.next.h1 + row * H;
   Bf16* h1_bf16 = s.next.h1_bf16 ? s.next.h1_bf16 + row * H : nullptr;
-  for (unsigned c = tid; c < groups; c += kStepThreads) {
+  const auto output_group = [&](unsigned c, const float(&v)[4], const float(&gv)[4]) {
     const unsigned n = std::min(4u, H - 4 * c);
-    float v[4], ga[4], be[4];
-    if (one_group)
-#pragma unroll
-      for (unsigned k = 0; k < 4; ++k) v[k] = kept[k];
-    else if (h0)
-      load4(h0 + 4 * c, n, vec, v);
-    else
-      h0_group(c, n, v);
+    float out[4], ga[4], be[4];
     load4(p.ln_gamma + 4 * c, n, vec, ga);
     load4(p.ln_beta + 4 * c, n, vec, be);
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) v[k] = v[k] + (gelu(v[k]) - mu) * rs * ga[k] + be[k];
-    h1_copy(4 * c, n, v);
+    for (unsigned k = 0; k < 4; ++k) out[k] = v[k] + (gv[k] - mu) * rs * ga[k] + be[k];
+    h1_copy(4 * c, n, out);
     if (h1_bf16)
-      store4_bf16(h1_bf16 + 4 * c, n, vec, v);
+      store4_bf16(h1_bf16 + 4 * c, n, vec, out);
     else
-      store4(h1 + 4 * c, n, vec, v);
+      store4(h1 + 4 * c, n, vec, out);
+  };
+  const auto h0_again = [&](unsigned c, float(&v)[4]) {
+    if (h0)
+      load4(h0 + 4 * c, std::min(4u, H - 4 * c), vec, v);
+    else
+      h0_group(c, std::min(4u, H - 4 * c), v);
+  };
+#pragma unroll
+  for (unsigned i = 0; i < kKeep; ++i) {
+    const unsigned c = tid + i * kStepThreads;
+    if (c >= groups) continue;
+    if (i == 0) {
+      output_group(c, kept, kept_gelu[0]);
+    } else {
+      float v[4];
+      h0_again(c, v);
+      output_group(c, v, kept_gelu[i]);
+    }
+  }
+  for (unsigned c = tid + kKeep * kStepThreads; c < groups; c += kStepThreads) {
+    float v[4], gv[4];
+    h0_again(c, v);
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) gv[k] = gelu(v[k]);
+    output_group(c, v, gv);
   }
 }
 
