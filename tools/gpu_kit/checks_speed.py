@@ -143,11 +143,17 @@ def bench_epochs(kit):
     kit.data["peak_gpu_memory_mib"] = peak
 
 
+# The breakdown's runs: each preset as trained by default, and the reference in bf16 (issue 16's
+# goal for it is in bf16).
+BREAKDOWNS = tuple((p, ["--preset", p]) for p in PRESETS) + (
+    ("reference-bf16", ["--preset", "reference", "--precision", "bf16"]),)
+
+
 def breakdown(kit):
     """Where an eager epoch's time goes: bench_epoch --breakdown's event-timed table per op and
-    phase (launch waits included), per preset; the report lists the largest rows."""
+    phase (launch waits included), per run of BREAKDOWNS; the report lists the largest rows."""
     tables = {}
-    for p in PRESETS:
+    for p, flags in BREAKDOWNS:
         name = "per-op breakdown (%s, eager)" % p
         if kit.quick:
             kit.not_run(name, "--quick")
@@ -156,8 +162,9 @@ def breakdown(kit):
             kit.not_run(name, "the build failed")
             continue
         path = os.path.join(kit.tmp("bench"), "breakdown-%s.json" % p)
-        res = kit.run.run("breakdown-" + p, [kit.bin("bench_epoch"), "--preset", p, "--executor", "eager",
-                                             "--breakdown", "--warmup", "2", "--repeats", "3", "--json", path], 240)
+        res = kit.run.run("breakdown-" + p, [kit.bin("bench_epoch")] + flags + ["--executor", "eager", "--breakdown",
+                                                                              "--warmup", "2", "--repeats", "3",
+                                                                              "--json", path], 240)
         if res is None or not res.ok:
             kit.from_result(name, res, "")
             continue
