@@ -188,6 +188,7 @@ struct Case {
       const GameConfig game{};
       Ops::RolloutStep rs{};
       rs.p = ParamViews{win.p, b.p, b.p, w.p, b.p, w.p, b.p};
+      rs.p.fc_in_w_t = params.p;  // H x H floats: room for fc_in's transposed D x H
       rs.now.a1 = x.p, rs.now.logits = logits.p;
       rs.next.h0 = y.p, rs.next.h1 = z.p, rs.next.ln_mean = mean.p, rs.next.ln_rstd = rstd.p;
       rs.obs_next = obs.p, rs.actions = act_i, rs.rewards = ret.p;

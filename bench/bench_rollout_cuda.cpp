@@ -75,7 +75,7 @@ struct Bench {
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
     b = StepBuffers::over(slabs.get(), arena.get(), c);
-    if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(c.hidden_size) * c.hidden_size);
+    refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());
     r = Ops::Rollout{b.p,           b.acts,
                      b.obs,         b.actions,
                      b.rewards,     b.games,

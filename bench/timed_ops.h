@@ -85,6 +85,9 @@ class TimedOps final : public Ops {
   void fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) override {
     GRPO_TIMED("fc_in_forward", in_.fc_in_forward(X, W_in, h0, M, N, D));
   }
+  void fc_in_transpose(const float* W_in, float* W_inT, int N, int D) override {
+    GRPO_TIMED("fc_in_transpose", in_.fc_in_transpose(W_in, W_inT, N, D));
+  }
   void bias_grad(const float* dY, float* db, int M, int N, float* s) override {
     GRPO_TIMED("bias_grad", in_.bias_grad(dY, db, M, N, s));
   }

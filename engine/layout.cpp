@@ -1,5 +1,7 @@
 #include "engine/layout.h"
 
+#include "kernels/fc_in.h"
+
 #include <algorithm>
 
 #include "engine/metrics_ring.h"
@@ -68,6 +70,7 @@ ArenaLayout::ArenaLayout(const TrainConfig& c) {
   h1_bf16 = take(bf16 ? M * H * sizeof(Bf16) : 0);
   da1_bf16 = take(bf16 ? M * H * sizeof(Bf16) : 0);
   fc1_w_bf16 = take(bf16 ? H * H * sizeof(Bf16) : 0);
+  fc_in_w_t = take(D * fc_in_t_pitch(h) * sizeof(float));
   trunk_work = take(M * H * sizeof(float));
   dlogits = take(M * kActions * sizeof(float));
   games = take(games_state_bytes(c.game, int(N)));

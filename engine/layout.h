@@ -46,6 +46,10 @@ struct ParamViews {
   // --precision bf16, parameters only: fc1.weight's bf16 working copy, refreshed from fc1_w
   // before any product reads it (engine/step.cpp); nullptr otherwise (fp32 products).
   Bf16* fc1_w_bf16 = nullptr;
+  // Parameters only: fc_in.weight transposed (kernels/fc_in.h), refreshed from fc_in_w before each
+  // rollout (engine/step.h, refresh_weight_copies), which the CUDA fused step reads; nullptr in a
+  // view that no rollout reads.
+  float* fc_in_w_t = nullptr;
   static ParamViews over(float* slab, const ParamLayout& l);
 };
 
@@ -85,6 +89,8 @@ struct ArenaLayout {
   size_t h0, h1, a1, h2, logits, ln_mean, ln_rstd;
   // --precision bf16: h1 and da1 [M, H] in bf16 and fc1.weight's bf16 copy [H, H] (else empty).
   size_t h1_bf16, da1_bf16, fc1_w_bf16;
+  // fc_in.weight transposed for the rollout's fused step (kernels/fc_in.h: [D, H rounded up to 4]).
+  size_t fc_in_w_t;
   // Backward: trunk_work holds dh2, then dh0; da1 reuses h2 and dh1 reuses a1 (engine/policy.cpp).
   size_t trunk_work, dlogits;
   size_t games;               // the vectorised game state

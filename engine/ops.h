@@ -37,6 +37,9 @@ class Ops {
   virtual void fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) {
     linear_forward(X, W_in, nullptr, h0, M, N, D);
   }
+  // W_inT = fc_in.weight [N, D] transposed, rows padded to 4 (kernels/fc_in.h): the layout the
+  // CUDA rollout step reads.
+  virtual void fc_in_transpose(const float* W_in, float* W_inT, int N, int D) = 0;
   // --precision bf16 (kernels/bf16.h): y = x rounded to bf16, and the three products on bf16
   // operands with fp32 sums and outputs. The step takes them for fc1 when the parameter views
   // carry fc1.weight's bf16 copy (engine/policy.h, fc1_forward).

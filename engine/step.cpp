@@ -31,6 +31,7 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
     b.acts.da1_bf16 = h(al.da1_bf16);
     b.p.fc1_w_bf16 = h(al.fc1_w_bf16);
   }
+  b.p.fc_in_w_t = f(al.fc_in_w_t);
   b.trunk_work = f(al.trunk_work);
   b.dlogits = f(al.dlogits);
   b.scratch = f(al.scratch);
@@ -42,14 +43,16 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   return b;
 }
 
-namespace {
-
-// fc1.weight has changed (an update, or a load between epochs) and is read by products next:
-// the host's packed copy, or the bf16 copy under --precision bf16 (one cast of H*H floats).
-void refresh_fc1_weights(Ops& ops, const ParamViews& p, int H) {
+// fc1.weight and fc_in.weight have changed (an update, or a load between epochs) and are read
+// next: the host's packed copy of fc1.weight, its bf16 copy under --precision bf16 (one cast of
+// H*H floats), fc_in.weight transposed for the rollout (H*D floats).
+void refresh_weight_copies(Ops& ops, const ParamViews& p, int H, int D) {
   ops.weights_unchanged(p.fc1_w, H, H);
   if (p.fc1_w_bf16) ops.cast_bf16(p.fc1_w, p.fc1_w_bf16, size_t(H) * H);
+  if (p.fc_in_w_t) ops.fc_in_transpose(p.fc_in_w, p.fc_in_w_t, H, D);
 }
+
+namespace {
 
 // Spec steps 5-6 over rows [r0, r0 + rows) of the rollout: the head's loss (a mean over those
 // rows) with the dropout mask of counter `pass`, then the backward; every gradient in b.g is
@@ -140,7 +143,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
 
   // 1-2. Rollout: T strictly sequential steps of policy, sampling and game. fc1.weight is read
   // by T products here and by the loss pass, and written only by AdamW at the end.
-  refresh_fc1_weights(ops, b.p, H);
+  refresh_weight_copies(ops, b.p, H, D);
   ops.range_push("rollout");
   ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H,
                            ops.loss_pass_reads_h0(H, D)});

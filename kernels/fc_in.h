@@ -27,4 +27,16 @@ void fc_in_forward_host(const float* X, const float* W_in, float* h0, int M, int
 void fc_in_forward_cuda(const float* X, const float* W_in, float* h0, int M, int N, int D, cudaStream_t stream);
 #endif
 
+// W_in transposed for the rollout's fused step: W_inT[d * pitch + c] = W_in[c, d] for c < N, 0 in
+// the padding up to pitch = N rounded up to 4. A thread that owns four neighbouring outputs then
+// reads its four weights of input d as one 16-byte load that its warp's neighbours continue,
+// where W_in's rows (D floats apart) scatter a warp's loads over 32 cache lines or, in shared
+// memory, 8-way bank conflicts at D = 10.
+GRPO_HD unsigned fc_in_t_pitch(int N) { return (unsigned(N) + 3u) / 4u * 4u; }
+void fc_in_transpose_host(const float* W_in, float* W_inT, int N, int D);
+#if defined(GRPO_HAVE_CUDA)
+// Throws std::invalid_argument unless N >= 1 and D >= 1.
+void fc_in_transpose_cuda(const float* W_in, float* W_inT, int N, int D, cudaStream_t stream);
+#endif
+
 }  // namespace grpo

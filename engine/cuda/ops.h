@@ -32,6 +32,7 @@ class CudaOps final : public Ops {
                               bool accumulate) override;
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
   void fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) override;
+  void fc_in_transpose(const float* W_in, float* W_inT, int N, int D) override;
   // Its rollout step writes h0 only when asked (Rollout::keep_h0), and its LayerNorm input backward
   // recomputes h0 from the observations at the presets' shapes.
   bool loss_pass_reads_h0(int N, int D) const override { return !layernorm_input_backward_recomputes_h0(N, D); }

@@ -59,6 +59,9 @@ void CudaOps::linear_backward_weight(const float* dY, const float* X, float* dW,
 void CudaOps::fc_in_forward(const float* X, const float* W_in, float* h0, int M, int N, int D) {
   fc_in_forward_cuda(X, W_in, h0, M, N, D, stream_);
 }
+void CudaOps::fc_in_transpose(const float* W_in, float* W_inT, int N, int D) {
+  fc_in_transpose_cuda(W_in, W_inT, N, D, stream_);
+}
 void CudaOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
   bias_grad_cuda(dY, db, M, N, scratch, stream_);
 }

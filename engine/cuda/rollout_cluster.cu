@@ -79,11 +79,11 @@ __device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src
 // float4 paths need). From L2 they cost the step two round trips or more (fc_in's rows after
 // the game step, and after every cluster barrier, which invalidates L1, again).
 struct OnChipParams {
-  unsigned fc_in_w, fc1_b, fc_out_w, ln_gamma, ln_beta, fc_out_b, floats;
+  unsigned fc_in_w_t, fc1_b, fc_out_w, ln_gamma, ln_beta, fc_out_b, floats;
   GRPO_HD OnChipParams(unsigned H, unsigned D) {
     const auto r4 = [](unsigned n) { return (n + 3) / 4 * 4; };
-    fc_in_w = 0;
-    fc1_b = fc_in_w + r4(H * D);
+    fc_in_w_t = 0;  // W_in transposed, D rows of fc_in_t_pitch(H) = r4(H): conflict-free float4 reads
+    fc1_b = fc_in_w_t + D * r4(H);
     fc_out_w = fc1_b + r4(H);
     ln_gamma = fc_out_w + r4(kActions * H);
     ln_beta = ln_gamma + r4(H);
@@ -156,9 +156,9 @@ __global__ void __launch_bounds__(kStepThreads)
   float* a1s = reinterpret_cast<float*>(smem + at.a1);  // [games][a1_pitch]: the a1 rows of the block's games
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
   ParamViews p = s.p;
-  p.fc_in_w = on_chip + op.fc_in_w, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
+  p.fc_in_w_t = on_chip + op.fc_in_w_t, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
   p.ln_gamma = on_chip + op.ln_gamma, p.ln_beta = on_chip + op.ln_beta, p.fc_out_b = on_chip + op.fc_out_b;
-  stage_rows(p.fc_in_w, unsigned(s.D), s.p.fc_in_w, H, unsigned(s.D));
+  stage_rows(p.fc_in_w_t, fc_in_t_pitch(int(H)), s.p.fc_in_w_t, unsigned(s.D), fc_in_t_pitch(int(H)));
   stage_rows(p.fc1_b, H, s.p.fc1_b, 1, H);
   stage_rows(p.fc_out_w, H, s.p.fc_out_w, kActions, H);
   stage_rows(p.ln_gamma, H, s.p.ln_gamma, 1, H);

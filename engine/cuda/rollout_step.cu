@@ -43,6 +43,8 @@ void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, 
   if (s.D != game.obs_dim() || s.D > kMaxObs) bad("observation size " + std::to_string(s.D) + " is not the game's");
   if (s.N != s.games.n) bad("N = " + std::to_string(s.N) + " but " + std::to_string(s.games.n) + " games");
   if (s.epoch == nullptr) bad("needs the epoch counter");
+  if (s.p.fc_in_w_t == nullptr || !aligned16(s.p.fc_in_w_t))
+    bad("needs fc_in.weight transposed, 16-byte aligned (refresh_weight_copies)");
   check_dropout(DropoutSpec{s.dropout, s.seed, Purpose::DropoutRollout, s.epoch, s.t}, op);
   check_games_args(game, s.games);
 }

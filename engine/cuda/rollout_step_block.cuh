@@ -13,6 +13,7 @@
 #include "env/games.h"
 #include "kernels/activations_vec.cuh"
 #include "kernels/dropout.h"
+#include "kernels/fc_in.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
 #include "kernels/policy_head.h"
@@ -40,11 +41,11 @@ struct NoH1Copy {
 };
 
 // Step t of game g: s holds step 0's pointers, or step t's with shift 0; rows shift.. are step
-// t's. The last step (last) writes no next trunk. p: the parameters it reads (fc_in_w, ln_gamma,
+// t's. The last step (last) writes no next trunk. p: the parameters it reads (fc_in_w_t, ln_gamma,
 // ln_beta, fc1_b, fc_out_w, fc_out_b), s.p's or a copy of them in shared memory, aligned as
-// s.p's are (vec). a1_row: the game's a1 row, s.now.a1's or a copy (16-byte aligned where vec).
-// Every thread of the block calls it; it may return before its last barrier, so a caller that
-// runs it again first passes a __syncthreads.
+// s.p's are (vec; fc_in_w_t 16-byte aligned always, its rows padded to 4). a1_row: the game's a1 row, s.now.a1's or a
+// copy (16-byte aligned where vec). Every thread of the block calls it; it may return before its last barrier, so a
+// caller that runs it again first passes a __syncthreads.
 template <unsigned kKeep = 4, class H1Copy = NoH1Copy>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t t, size_t shift, unsigned g, bool last, bool vec, StepShared& sh,
@@ -112,31 +113,32 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
 
-  // The next step's trunk start: h0 = obs W_in^T, Welford over gelu(h0), then h1. A thread's four
-  // rows of W_in are loaded kObsChunk columns at a time, all four rows' before any is used, so
-  // they cost an L2 round trip a chunk (2 for D = 10), not one per few columns per row; each sum
-  // still runs over j ascending from 0, kernels/fc_in.h's order. h0 goes out only when the loss
-  // pass reads it (s.next.h0 set: Ops::Rollout::keep_h0).
+  // The next step's trunk start: h0 = obs W_in^T, Welford over gelu(h0), then h1. A thread's
+  // group of four outputs takes input d's four weights from W_in transposed (p.fc_in_w_t,
+  // kernels/fc_in.h) in one 16-byte load that its warp's neighbours continue; kObsChunk of them
+  // are loaded before any is used, so they cost an L2 round trip a chunk (2 for D = 10). Each sum
+  // runs over d ascending from 0, kernels/fc_in.h's order. h0 goes out only when the loss pass
+  // reads it (s.next.h0 set: Ops::Rollout::keep_h0).
   const int D = s.D;
+  const unsigned pitch = fc_in_t_pitch(int(H));
   float* h0 = s.next.h0 ? s.next.h0 + row * H : nullptr;
   const auto h0_group = [&](unsigned c, unsigned n, float(&acc)[4]) {
-    const float* wr[4];
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-      wr[k] = p.fc_in_w + size_t(4 * c + (k < n ? k : 0)) * D;
-      acc[k] = 0.f;
-    }
+    for (unsigned k = 0; k < 4; ++k) acc[k] = 0.f;
+    const float* wt = p.fc_in_w_t + 4 * c;
     for (int j0 = 0; j0 < D; j0 += kObsChunk) {
-      float wv[4][kObsChunk];
+      float4 wv[kObsChunk];
 #pragma unroll
-      for (unsigned k = 0; k < 4; ++k)
-#pragma unroll
-        for (int i = 0; i < kObsChunk; ++i) wv[k][i] = j0 + i < D ? wr[k][j0 + i] : 0.f;
+      for (int i = 0; i < kObsChunk; ++i)
+        wv[i] = j0 + i < D ? *reinterpret_cast<const float4*>(wt + size_t(j0 + i) * pitch) : float4{};
 #pragma unroll
       for (int i = 0; i < kObsChunk; ++i) {
         if (j0 + i >= D) break;
-#pragma unroll
-        for (unsigned k = 0; k < 4; ++k) acc[k] = fmaf(sh.obs[j0 + i], wv[k][i], acc[k]);
+        const float x = sh.obs[j0 + i];
+        acc[0] = fmaf(x, wv[i].x, acc[0]);
+        acc[1] = fmaf(x, wv[i].y, acc[1]);
+        acc[2] = fmaf(x, wv[i].z, acc[2]);
+        acc[3] = fmaf(x, wv[i].w, acc[3]);
       }
     }
 #pragma unroll

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "engine/metrics_ring.h"
+#include "kernels/fc_in.h"
 #include "kernels/gelu.h"
 #include "kernels/grad_norm.h"
 #include "kernels/layernorm.h"
@@ -43,6 +44,9 @@ void HostOps::linear_backward_input(const float* dY, const float* W, float* dX, 
 void HostOps::weights_unchanged(const float* W, int N, int K) { packed::pack_transposed(W, N, K, fixed_fwd_); }
 void HostOps::linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K, bool accumulate) {
   linear_backward_weight_host(dY, X, dW, M, N, K, accumulate);
+}
+void HostOps::fc_in_transpose(const float* W_in, float* W_inT, int N, int D) {
+  fc_in_transpose_host(W_in, W_inT, N, D);
 }
 void HostOps::bias_grad(const float* dY, float* db, int M, int N, float* scratch) {
   bias_grad_host(dY, db, M, N, scratch);

@@ -23,6 +23,7 @@ class HostOps final : public Ops {
   void linear_backward_weight(const float* dY, const float* X, float* dW, int M, int N, int K,
                               bool accumulate) override;
   void bias_grad(const float* dY, float* db, int M, int N, float* scratch) override;
+  void fc_in_transpose(const float* W_in, float* W_inT, int N, int D) override;
   void cast_bf16(const float* x, Bf16* y, size_t n) override;
   void linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) override;
   void linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) override;

@@ -40,7 +40,7 @@ inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image,
   const auto roll = [&](const Ops::Rollout& r) { run ? run(ops, r, stream.get()) : ops.rollout(r); };
   const StepBuffers b = StepBuffers::over(dev_slabs.get(), arena.get(), c);
   const int N = c.games(), H = c.hidden_size;
-  if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(H) * H);
+  refresh_weight_copies(ops, b.p, H, c.obs_dim());
   const Ops::Rollout r{b.p,       b.acts,      b.obs, b.actions,   b.rewards, b.games, c.seed, &b.scalars->epoch,
                        c.dropout, c.max_steps, N,     c.obs_dim(), H,         keep_h0};
   roll(r);
@@ -60,7 +60,7 @@ inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image,
       CUDA_CHECK(cudaStreamSynchronize(stream.get()));
       arena.upload(image);
       CUDA_CHECK(cudaDeviceSynchronize());
-      if (b.p.fc1_w_bf16) ops.cast_bf16(b.p.fc1_w, b.p.fc1_w_bf16, size_t(H) * H);
+      refresh_weight_copies(ops, b.p, H, c.obs_dim());
       CUDA_CHECK(cudaGraphLaunch(exec.get(), stream.get()));
     }
   }

@@ -94,6 +94,7 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
   }
   const auto a1 = random_floats(size_t(N) * H, seed + 1, -2.f, 2.f);
   std::copy(a1.begin(), a1.end(), hb.acts.rows_from(size_t(t) * N, H).a1);
+  host.fc_in_transpose(hb.p.fc_in_w, hb.p.fc_in_w_t, H, D);  // what refresh_weight_copies leaves
   a.upload();
 
   Blas blas;

@@ -152,6 +152,28 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   }
 }
 
+// fc_in.weight transposed for the rollout: the host twin's bytes, zeros in the padding of each
+// row (N 37: rows padded to 40), and nothing written past D rows.
+TEST(FcInCuda, TransposeMatchesHostWithZeroPadding) {
+  GRPO_REQUIRE_DEVICE();
+  for (const auto& [N, D] : {std::pair{37, 10}, std::pair{512, 10}, std::pair{8, 1}}) {
+    const auto W = random_floats(size_t(N) * D, uint64_t(N) * 100 + D);
+    const size_t n = size_t(D) * fc_in_t_pitch(N);
+    std::vector<float> want(n);
+    fc_in_transpose_host(W.data(), want.data(), N, D);
+    for (size_t d = 0; d < size_t(D); ++d)
+      for (size_t c = 0; c < fc_in_t_pitch(N); ++c)
+        ASSERT_EQ(want[d * fc_in_t_pitch(N) + c], c < size_t(N) ? W[c * D + d] : 0.f) << d << " " << c;
+    DeviceBuffer<float> dw(W), dt(poisoned(n + 1));
+    fc_in_transpose_cuda(dw.get(), dt.get(), N, D, nullptr);
+    auto got = dt.download();
+    EXPECT_TRUE(std::isnan(got.back())) << "written past the end";
+    got.pop_back();
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), n * sizeof(float)), 0) << N << " x " << D;
+  }
+  EXPECT_THROW(fc_in_transpose_cuda(nullptr, nullptr, 0, 10, nullptr), std::invalid_argument);
+}
+
 // No rows: zero sums from the one pass (a chunk of none), as from the two.
 TEST(LayerNormCuda, InputBackwardOfNoRowsIsZero) {
   GRPO_REQUIRE_DEVICE();
