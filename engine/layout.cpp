@@ -1,11 +1,10 @@
 #include "engine/layout.h"
 
-#include "kernels/fc_in.h"
-
 #include <algorithm>
 
 #include "engine/metrics_ring.h"
 #include "env/games.h"
+#include "kernels/fc_in.h"
 #include "kernels/gelu.h"
 #include "kernels/grad_norm.h"
 #include "kernels/head_loss.h"

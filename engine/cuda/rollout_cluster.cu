@@ -177,7 +177,7 @@ __global__ void __launch_bounds__(kStepThreads)
     GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
-      // One group of h0 kept a thread: the widths whose W1 rows fit on chip have at most 128 groups.
+      // h0 kept for one group a thread (H <= 512); a wider step computes the others again.
       rollout_step_block<1>(cfg, s, p, t, shift, g, t + 1 == steps, vec, sh, a1s + size_t(i / C) * at.a1_pitch,
                             H1ToCluster<T>{xs, stride, i, C});
       __syncthreads();  // sh is the next game's

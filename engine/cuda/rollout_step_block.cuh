@@ -24,7 +24,7 @@ namespace grpo::rollout_step_detail {
 constexpr int kStepThreads = 128;
 constexpr int kStepWarps = kStepThreads / 32;
 constexpr int kMaxObs = 32;
-constexpr int kObsChunk = 8;  // columns of W_in a thread loads for its four rows at once
+constexpr int kObsChunk = 8;  // inputs whose weights (rows of W_in transposed) a thread loads at once
 
 // The block's shared scratch, a __shared__ variable of the calling kernel.
 struct StepShared {

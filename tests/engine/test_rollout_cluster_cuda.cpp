@@ -168,6 +168,13 @@ TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {
   expect_cluster_matches_steps(shape(256, 8, 2), {1});  // 24 games
 }
 
+// Past 512 columns a thread of the step has a second group, whose h0 the cluster kernel (one
+// group kept) computes again.
+TEST(RolloutClusterCuda, EqualsTheStepsPastOneGroupAThread) {
+  GRPO_REQUIRE_DEVICE();
+  expect_cluster_matches_steps(shape(520, 1, 2, Precision::Bf16), {0});
+}
+
 TEST(RolloutClusterCuda, OneStepAndOneGame) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -217,15 +218,16 @@ TEST(RolloutStepCuda, MatchesHostTwinAtTheSmallPresetsWidth) {
 }
 
 // The reference's width: four column groups a thread, the float4 paths, every group's GELU kept
-// in registers and all but the first group's h0 computed again (without h0) or read back. Past
-// it (2102: a fifth, partial group for some threads), the GELU is computed again too.
+// in registers and all but the first group's h0 computed again (without h0) or read back; 1030:
+// a ragged third group, the scalar paths. Past it (2102: a fifth, partial group for some
+// threads), the GELU is computed again too.
 TEST(RolloutStepCuda, MatchesHostTwinAtTheReferenceWidthAndPast) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   c.game = GameConfig{};
   c.batch_size = 1;
   c.max_steps = 2;
-  for (const int H : {2048, 2102}) {
+  for (const int H : {2048, 1030, 2102}) {  // 1030: the partial group is a thread's third
     c.hidden_size = H;
     expect_fused_step_matches_host_twin(c, 0);
   }
@@ -261,6 +263,24 @@ TEST(RolloutStepCuda, RefusesShapesItDoesNotTake) {
   s.H = 16;
   s.D = c.obs_dim() + 1;
   EXPECT_THROW(rollout_step_cuda(c.game, s, nullptr), std::invalid_argument);
+  // No game to play, so nothing is read: only the transposed fc_in.weight is missing, then
+  // misaligned, then there.
+  s.D = c.obs_dim();
+  const uint32_t epoch = 0;
+  s.epoch = &epoch;
+  alignas(16) float w_t[8] = {};
+  s.games = make_games_view(c.game, 0, w_t);
+  for (float* p : {static_cast<float*>(nullptr), w_t + 1}) {
+    s.p.fc_in_w_t = p;
+    try {
+      rollout_step_cuda(c.game, s, nullptr);
+      ADD_FAILURE() << "a step without an aligned transposed fc_in.weight ran";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("fc_in.weight transposed"), std::string::npos) << e.what();
+    }
+  }
+  s.p.fc_in_w_t = w_t;
+  EXPECT_NO_THROW(rollout_step_cuda(c.game, s, nullptr));
 }
 
 }  // namespace
