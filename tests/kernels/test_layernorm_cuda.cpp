@@ -198,13 +198,17 @@ TEST(LayerNormCuda, OnePassRefusesShapesItDoesNotTake) {
         << N << " " << D;
 }
 
-// fc_in's fixed order on the device: the host twin's bits (both are the same fmaf chain).
+// fc_in's fixed order on the device: the host twin's bits (both are the same fmaf chain). Up to
+// D 10 and 25 a thread keeps four columns' weights over a tile of 32 rows (tiles of 512 columns:
+// 1030 is three, the last ragged; 70 rows are three tiles, the last partial); past 25, a thread
+// an element.
 TEST(FcInCuda, MatchesHostBitForBit) {
   GRPO_REQUIRE_DEVICE();
   const uint64_t base = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << base);
   uint64_t seed = base;
-  for (const auto& [M, N, D] : {std::tuple{1, 8, 1}, std::tuple{33, 37, 10}, std::tuple{5, 512, 25}}) {
+  for (const auto& [M, N, D] : {std::tuple{1, 8, 1}, std::tuple{33, 37, 10}, std::tuple{5, 512, 25},
+                                std::tuple{70, 1030, 10}, std::tuple{40, 600, 13}, std::tuple{3, 40, 26}}) {
     const auto X = random_floats(size_t(M) * D, ++seed, -1.f, 1.f), W = random_floats(size_t(N) * D, ++seed);
     std::vector<float> want(size_t(M) * N);
     fc_in_forward_host(X.data(), W.data(), want.data(), M, N, D);
