@@ -125,6 +125,7 @@ struct Case {
     CUDA_CHECK(cudaMemcpy(scalars.p, &ts, sizeof ts, cudaMemcpyHostToDevice));
     const int M = s.M, H = s.H;
     const double MH = double(M) * H, fmm = 2.0 * MH * H, act = 4.0 * MH;
+    const bool ln_one_pass = layernorm_input_backward_recomputes_h0(H, D);
     const DropoutSpec drop{0.1f, 42, Purpose::DropoutLoss, reinterpret_cast<const uint32_t*>(epoch_buf.p), 0};
     Blas* bl = &blas;
     Blas* tf = &tf32;
@@ -162,10 +163,9 @@ struct Case {
          }},
         // One pass (h0 recomputed, dh1 read once) at the presets' widths, else two passes over
         // dh1 and h0; params stands in for W_in.
-        {layernorm_input_backward_recomputes_h0(H, D) ? "layernorm_input_backward (one pass, h0 recomputed)"
-                                                      : "layernorm_input_backward (two passes, dW_in too)",
-         (layernorm_input_backward_recomputes_h0(H, D) ? 4.0 : 2.0) * MH * D,
-         (layernorm_input_backward_recomputes_h0(H, D) ? act : act * 4) + 4.0 * M * D,
+        {ln_one_pass ? "layernorm_input_backward (one pass, h0 recomputed)"
+                     : "layernorm_input_backward (two passes, dW_in too)",
+         (ln_one_pass ? 4.0 : 2.0) * MH * D, (ln_one_pass ? act : act * 4) + 4.0 * M * D,
          [=] {
            layernorm_input_backward_cuda(z.p, x.p, obs.p, params.p, b.p, mean.p, rstd.p, dg.p, db.p, win.p, M, H, D,
                                          scratch.p, st);

@@ -41,9 +41,7 @@ __global__ void __launch_bounds__(kFwdThreads)
 #pragma unroll
     for (int d = 0; d < kMaxD; ++d) {
       if (d >= D) break;
-      const float xd = x[d];
-#pragma unroll
-      for (unsigned k = 0; k < 4; ++k) acc[k] = fmaf(xd, w[k][d], acc[k]);
+      fc_in_add4(x[d], make_float4(w[0][d], w[1][d], w[2][d], w[3][d]), acc);
     }
     store4(h0 + r * N + c, n, vec, acc);
   }

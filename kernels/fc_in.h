@@ -21,6 +21,18 @@ GRPO_HD float fc_in_dot(const float* x, const float* w, int D) {
   return acc;
 }
 
+#if defined(GRPO_HAVE_CUDA)
+// One input's term of four neighbouring outputs in fc_in_dot's order (x: the input, w: its four
+// weights): the kernels that compute h0 four columns at a time add their terms with it, d
+// ascending from acc = 0, so that every h0 has fc_in_dot's bits.
+GRPO_HD void fc_in_add4(float x, const float4& w, float (&acc)[4]) {
+  acc[0] = fmaf(x, w.x, acc[0]);
+  acc[1] = fmaf(x, w.y, acc[1]);
+  acc[2] = fmaf(x, w.z, acc[2]);
+  acc[3] = fmaf(x, w.w, acc[3]);
+}
+#endif
+
 void fc_in_forward_host(const float* X, const float* W_in, float* h0, int M, int N, int D);
 #if defined(GRPO_HAVE_CUDA)
 // Throws std::invalid_argument unless M >= 0, N >= 1 and D >= 1.

@@ -8,6 +8,7 @@
 #include "core/launch.h"
 #include "kernels/activations_colsum.h"
 #include "kernels/activations_vec.cuh"
+#include "kernels/fc_in.h"
 #include "kernels/gelu.h"
 #include "kernels/reduce_block.h"
 
@@ -94,11 +95,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (unsigned d = 0; d < unsigned(kMaxD); ++d) {
       if (!kExactD && d >= D) break;
-      const float4 w = w_in[d * team + t];
-      h[0] = fmaf(in.x[d], w.x, h[0]);
-      h[1] = fmaf(in.x[d], w.y, h[1]);
-      h[2] = fmaf(in.x[d], w.z, h[2]);
-      h[3] = fmaf(in.x[d], w.w, h[3]);
+      fc_in_add4(in.x[d], w_in[d * team + t], h);
     }
     if (kH0Out && row < r1 && n > 0) store4(a.h0_out + row * N + 4 * t, n, false, h);
     float dg[4], xhat[4], s1 = 0.f, s2 = 0.f;  // dy = 0 past the row's end and past the chunk

@@ -134,11 +134,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
 #pragma unroll
       for (int i = 0; i < kObsChunk; ++i) {
         if (j0 + i >= D) break;
-        const float x = sh.obs[j0 + i];
-        acc[0] = fmaf(x, wv[i].x, acc[0]);
-        acc[1] = fmaf(x, wv[i].y, acc[1]);
-        acc[2] = fmaf(x, wv[i].z, acc[2]);
-        acc[3] = fmaf(x, wv[i].w, acc[3]);
+        fc_in_add4(sh.obs[j0 + i], wv[i], acc);
       }
     }
 #pragma unroll
