@@ -56,7 +56,8 @@ wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, b
           "compute-sanitizer memcheck", "compute-sanitizer racecheck", "compute-sanitizer synccheck",
           "compute-sanitizer initcheck", "grpo info --graph (small)", "grpo info --graph (reference)",
           "bench_kernels_cuda (small and reference shapes)", "bench_epoch small graph", "bench_epoch reference graph",
-          "torch baseline small eager", "torch baseline reference compile", "engine ahead of PyTorch"]
+          "torch baseline small eager", "torch baseline reference compile", "engine ahead of PyTorch",
+          "issue 16 goals (small >= 1000, reference bf16 >= 250 epochs/s)"]
 for w in wanted:
     expect(w in checks, "check %r missing" % w)
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.

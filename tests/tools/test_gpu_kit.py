@@ -10,7 +10,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from gpu_kit import kit as kitmod, ncu, parse, report  # noqa: E402
+from gpu_kit import checks_speed, kit as kitmod, ncu, parse, report  # noqa: E402
 
 
 class SanitizerSummary(unittest.TestCase):
@@ -150,6 +150,57 @@ class NcuPages(unittest.TestCase):
             self.assertEqual(os.path.getsize(f.name), 0)
 
 
+def _kit(d, dry_run=False, budget=3600):
+    return kitmod.Kit(ROOT, os.path.join(d, "out"), d, quick=False, dry_run=dry_run, python=sys.executable,
+                      budget=budget)
+
+
+class Goals(unittest.TestCase):
+    """Issue 16's goals: the fastest allowed variant per preset, eager and --algo grpo not counted."""
+
+    def run_goals(self, small, reference):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            kit.data["epochs_per_s_by_variant"] = {"small": small, "reference": reference}
+            checks_speed.goals(kit)
+            return kit.checks[-1], kit.data.get("goals")
+
+    def test_missed_names_the_closest_variant(self):
+        check, best = self.run_goals({"graph": 400.0, "graph cluster BF16 mma": 990.5, "eager": 5000.0,
+                                      "graph grpo": 3000.0}, {"graph": 300.0, "graph BF16": 240.0})
+        self.assertEqual(check["status"], "fail")
+        self.assertEqual(best["small"], {"variant": "graph cluster BF16 mma", "epochs_per_s": 990.5, "goal": 1000.0})
+        self.assertEqual(best["reference"]["variant"], "graph BF16")  # fp32's 300 is not the goal's precision
+        self.assertIn("small 990 epochs/s (graph cluster BF16 mma) of 1000", check["figure"])
+
+    def test_met_when_both_reach_their_goal(self):
+        check, best = self.run_goals({"graph": 1000.0, "graph BF16": 900.0}, {"graph BF16": 251.0})
+        self.assertEqual(check["status"], "pass", check["figure"])
+        self.assertEqual(best["small"]["variant"], "graph")
+
+    def test_a_missing_preset_is_not_run(self):
+        check, best = self.run_goals({"graph": 2000.0}, {"graph": 300.0})
+        self.assertEqual(check["status"], "not run")
+        self.assertIsNone(best)
+
+
+class Budget(unittest.TestCase):
+    def test_a_step_past_the_budget_is_not_run_not_failed(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d, budget=0)
+            res = kit.run.run("late", [sys.executable, "-c", "raise SystemExit(3)"], 30, needs_gpu=False)
+            self.assertIsNone(res)
+            kit.from_result("late step", res, "ran")
+        self.assertEqual(kit.checks[-1]["status"], "not run")
+        self.assertEqual(kit.checks[-1]["figure"], "over the time budget")
+
+    def test_a_dry_run_says_so(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d, dry_run=True)
+            kit.from_result("gpu step", kit.run.run("gpu", ["nvidia-smi"], 30), "ran")
+        self.assertEqual(kit.checks[-1]["figure"], "dry run")
+
+
 class Report(unittest.TestCase):
     def test_summary_table_first_and_failures_counted(self):
         with tempfile.TemporaryDirectory() as d:
@@ -159,6 +210,7 @@ class Report(unittest.TestCase):
             kit.record("beta | gamma", "fail", "2 things", detail=["FAILED x"])
             kit.not_run("delta", "dry run")
             kit.data["epochs_per_s"] = {"small": 100.0, "reference": None}
+            kit.data["goals"] = {"small": {"variant": "graph BF16", "epochs_per_s": 100.0, "goal": 1000.0}}
             doc = report.write(kit)
             with open(os.path.join(d, "out", "gpu-report.md")) as f:
                 md = f.read()
@@ -173,6 +225,7 @@ class Report(unittest.TestCase):
         self.assertIn("| beta \\| gamma | FAIL | 2 things |", table)
         self.assertIn("| delta | not run | dry run |", table)
         self.assertIn("FAILED x", md)
+        self.assertIn("goals, the fastest allowed variant against each: small 100.0 epochs/s (graph BF16) of 1000.", md)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ def device_facts(kit):
     q = "name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,pci.bus_id"
     res = kit.run.run("nvidia-smi", ["nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader,nounits"], 30)
     if res is None:
-        return kit.not_run("device", "dry run")
+        return kit.not_run("device", kit.run.why_not)
     if not res.ok:
         return kit.record("device", "fail", "nvidia-smi failed: no GPU answers", res.seconds, res.log)
     try:
@@ -29,7 +29,7 @@ def runtime_facts(kit):
         return kit.not_run("device runtime facts", "build/gpu/device_facts_cuda missing")
     res = kit.run.run("device-facts", [kit.bin("device_facts_cuda")], 30)
     if res is None:
-        return kit.not_run("device runtime facts", "dry run")
+        return kit.not_run("device runtime facts", kit.run.why_not)
     if not res.ok:
         return kit.from_result("device runtime facts", res, "")
     try:
@@ -93,7 +93,7 @@ def ctest(kit, name, label_args, timeout):
             "--no-tests=error", "--output-junit", junit] + label_args
     res = kit.run.run(name.replace(" ", "-"), argv, timeout)
     if res is None:
-        return kit.not_run(name, "dry run")
+        return kit.not_run(name, kit.run.why_not)
     try:
         passed, failed, skipped, bad = parse.junit_counts(junit)
     except (OSError, ValueError) as e:

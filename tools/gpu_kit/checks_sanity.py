@@ -25,7 +25,7 @@ def _train_pair(kit, name, runs, epochs):
     a, adir = _train(kit, ta, xa, epochs)
     b, bdir = _train(kit, tb, xb, epochs)
     if a is None or b is None:
-        kit.not_run(name, "dry run")
+        kit.not_run(name, kit.run.why_not)
         return None
     if not (a.ok and b.ok):
         why = "a run failed (%s exit %d, %s exit %d)" % (ta, a.rc, tb, b.rc)
@@ -79,7 +79,7 @@ def sanitizers(kit):
                 counts[what] = "no summary (%s)" % ("timed out" if res.timed_out else "exit %d" % res.rc)
                 status = "fail"
         table[t] = counts
-        figure = ", ".join("%s %s" % (k, v) for k, v in counts.items()) + (" errors" if counts else "dry run")
+        figure = ", ".join("%s %s" % (k, v) for k, v in counts.items()) + (" errors" if counts else kit.run.why_not)
         kit.record("compute-sanitizer " + t, status, figure, seconds, ", ".join(logs) or None)
     kit.data["sanitizer_errors"] = table
 

@@ -52,7 +52,7 @@ class Kit:
     def from_result(self, name, res, figure_ok, figure_fail=None):
         """Records a check from one command's Result; None (dry run) is 'not run'."""
         if res is None:
-            return self.not_run(name, "dry run")
+            return self.not_run(name, self.run.why_not)
         if res.ok:
             return self.record(name, "pass", figure_ok, res.seconds, res.log)
         why = figure_fail or ("timed out" if res.timed_out else "exit %d" % res.rc)

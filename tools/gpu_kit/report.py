@@ -72,6 +72,10 @@ def markdown(doc):
             p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(unrolled.get(p)),
             _fmt(cluster.get(p)), _fmt(cluster_bf16.get(p)), _fmt(cluster_mma.get(p)), _fmt(grpo.get(p)), _fmt(steps.get(p), "%.3g"),
             _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
+    if doc.get("goals"):
+        lines += ["", "Issue 16's goals, the fastest allowed variant against each: " + "; ".join(
+            "%s %.1f epochs/s (%s) of %.0f" % (p, g["epochs_per_s"], g["variant"], g["goal"])
+            for p, g in doc["goals"].items()) + "."]
     roll = doc.get("rollout_us_per_step")
     if roll:
         lines += ["", "## The rollout alone, microseconds per game step (small preset, bench_rollout_cuda)", "",

@@ -27,11 +27,18 @@ class Runner:
         os.makedirs(self.logs, exist_ok=True)
         self.env = dict(os.environ, **(env or {}))
         self.count = 0
+        self.over_budget = False
+
+    @property
+    def why_not(self):
+        """Why run() returned None: the reason a check records as 'not run'."""
+        return "over the time budget" if self.over_budget else "dry run"
 
     def run(self, name, argv, timeout, needs_gpu=True, cwd=None):
         """Runs argv (a list) unless this is a dry run and it needs a GPU; returns a Result, or
-        None when it was only printed. The time limit is cut to what is left of the kit's
-        budget, so that the report is always written; past the budget nothing more starts."""
+        None when it was only printed (why_not says why). The time limit is cut to what is left
+        of the kit's budget, so that the report is always written; past the budget nothing more
+        starts, and a step that never started is 'not run', not a failure."""
         self.count += 1
         log = os.path.join(self.logs, "%02d-%s.log" % (self.count, name))
         shown = " ".join(shlex.quote(a) for a in argv)
@@ -41,7 +48,8 @@ class Runner:
         left = int(self.deadline - time.monotonic()) - 10
         if left < 10:
             print("  [over the time budget, not run] " + shown, flush=True)
-            return Result(125, "[gpu_check: over the time budget, not started]\n", 0.0, "", timed_out=True)
+            self.over_budget = True
+            return None
         timeout = min(timeout, left)
         print("  $ " + shown, flush=True)
         start = time.monotonic()
