@@ -8,7 +8,9 @@
 //   dX = dY W    ->  dX^T[K,M] = W^T[K,N] dY^T[N,M]        gemm(N, N, K, M, N, W, K, dY, N, dX, K)
 //   dW = dY^T X  ->  dW^T[K,N] = X^T[K,M] (dY^T)^T[M,N]    gemm(N, T, K, N, M, X, K, dY, N, dW, K)
 #include <algorithm>
+#include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
@@ -18,6 +20,7 @@
 namespace grpo {
 
 Blas::Blas(BlasOptions options) : options_(options) {
+  if (options_.heuristic_rank < 0) throw std::invalid_argument("Blas: heuristic_rank must be at least 0");
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   try {
     if (options_.workspace_bytes > 0) workspace_ = cuda::device_array<std::byte>(options_.workspace_bytes);
@@ -68,13 +71,18 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, operand, ta ? k : m, ta ? m : k, lda));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, operand, tb ? n : k, tb ? k : n, ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, m, n, ldc));
-    cublasLtMatmulHeuristicResult_t best{};
+    const int rank = options_.heuristic_rank;
+    std::vector<cublasLtMatmulHeuristicResult_t> answers(size_t(rank) + 1);
     int found = 0;
-    CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, 1, &best, &found));
-    if (found < 1)
-      throw CudaError(std::string("cuBLASLt has no algorithm for a ") + (bf16 ? "bf16 " : "") + std::to_string(m) +
-                      "x" + std::to_string(n) + "x" + std::to_string(k) + " product");
-    p.algo = best.algo;
+    CUBLAS_CHECK(
+        cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, rank + 1, answers.data(), &found));
+    const std::string what = std::string(" for a ") + (bf16 ? "bf16 " : "") + std::to_string(m) + "x" +
+                             std::to_string(n) + "x" + std::to_string(k) + " product";
+    if (found < 1) throw CudaError("cuBLASLt has no algorithm" + what);
+    if (found <= rank)
+      throw std::out_of_range("cuBLASLt's heuristic offers " + std::to_string(found) + " algorithms" + what +
+                              ", none of rank " + std::to_string(rank));
+    p.algo = answers[size_t(rank)].algo;
   } catch (...) {
     if (p.c) cublasLtMatrixLayoutDestroy(p.c);
     if (p.b) cublasLtMatrixLayoutDestroy(p.b);

@@ -49,13 +49,17 @@ struct BlasOptions {
   // Bf16 run fp32 products in fp32; bf16 operands (gemm_bf16) are summed in fp32 whatever this is.
   Precision precision = Precision::Fp32;
   size_t workspace_bytes = size_t(32) << 20;  // cuBLAS's recommendation for Hopper
+  // Which of cuBLASLt's heuristic answers each shape takes. The engine takes the first (0);
+  // bench_gemm_algos_cuda times the others to measure what the first leaves on the table. A rank
+  // the heuristic does not reach throws std::out_of_range at the shape's first use.
+  int heuristic_rank = 0;
 };
 
 // One cuBLASLt handle, the workspace it owns, and one fixed algorithm per product shape.
 // Create it before any stream capture: the constructor allocates. cuBLASLt never allocates on
 // its own; every matmul gets this workspace. The algorithm of each (shape, transposes) is chosen
-// once, by cuBLASLt's heuristic at the shape's first use, which must be eager (a warm-up before
-// any capture; a first use inside a capture throws), and reused by every later call, eager or
+// once, by cuBLASLt's heuristic (its answer of rank options.heuristic_rank) at the shape's first use, which must be
+// eager (a warm-up before any capture; a first use inside a capture throws), and reused by every later call, eager or
 // captured: heuristic answers are not promised to agree from one query to the next, and
 // algorithms sum in different orders, so a graph matches eager runs bit for bit only this way.
 // Host pointer mode: alpha and beta are constants baked into a captured graph. Not thread-safe;

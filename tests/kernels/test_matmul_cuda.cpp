@@ -1,5 +1,7 @@
 // matmul.h on the device (cuBLAS, or the emulator's GEMM shim) against the OpenBLAS host twins.
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -81,6 +83,62 @@ TEST(MatmulCuda, Tf32IsAnOptionWithinItsTolerance) {
   linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
   EXPECT_LE(rel_l2(dY.download(), want), 1e-3);
   EXPECT_FALSE(Blas().tf32());
+}
+
+// BlasOptions::heuristic_rank, which bench_gemm_algos_cuda surveys: every rank the heuristic
+// offers (up to 8 here) computes the product within fp32's tolerance, on fp32 and on bf16
+// operands, and the first rank past them throws std::out_of_range at the shape's first use. On the
+// emulator, whose four algorithms sum in different orders, the ranks give different bits: the rank
+// is honoured, not ignored.
+TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
+  GRPO_REQUIRE_DEVICE();
+  const int M = 300, N = 37, K = 150;  // over kFewRowsMax rows: cuBLASLt's product
+  const auto X = random_floats(size_t(M) * K, 41), W = random_floats(size_t(N) * K, 42);
+  std::vector<Bf16> X16(X.size()), W16(W.size());
+  to_bf16_host(X.data(), X16.data(), X.size());
+  to_bf16_host(W.data(), W16.data(), W.size());
+  std::vector<float> want(size_t(M) * N), want16(want.size());
+  linear_forward_host(X.data(), W.data(), nullptr, want.data(), M, N, K);
+  linear_forward_bf16_host(X16.data(), W16.data(), nullptr, want16.data(), M, N, K);
+  DeviceBuffer<float> dX(X), dW(W);
+  DeviceBuffer<Bf16> dX16(X16), dW16(W16);
+  for (bool bf16 : {false, true}) {
+    std::vector<std::vector<float>> results;
+    int offered = 0;
+    for (int rank = 0; rank < 8; ++rank) {
+      Blas blas(BlasOptions{Precision::Fp32, size_t(32) << 20, rank});
+      DeviceBuffer<float> dY(poisoned(want.size()));
+      try {
+        if (bf16)
+          linear_forward_bf16_cuda(blas, dX16.get(), dW16.get(), nullptr, dY.get(), M, N, K, nullptr);
+        else
+          linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
+      } catch (const std::out_of_range& e) {
+        EXPECT_NE(std::string(e.what()).find("offers " + std::to_string(rank) + " algorithms"), std::string::npos)
+            << e.what();
+        break;
+      }
+      ++offered;
+      results.push_back(dY.download());
+      EXPECT_LE(rel_l2(results.back(), bf16 ? want16 : want), 1e-5) << "rank " << rank << " bf16 " << bf16;
+    }
+    EXPECT_GE(offered, 1) << "bf16 " << bf16;
+#if defined(GRPO_SIMT)
+    EXPECT_EQ(offered, 4) << "the emulator models four algorithms";
+    int distinct = 0;
+    for (size_t r = 0; r < results.size(); ++r) {
+      bool seen = false;
+      for (size_t q = 0; q < r; ++q)
+        seen = seen || std::memcmp(results[r].data(), results[q].data(), want.size() * sizeof(float)) == 0;
+      distinct += !seen;
+    }
+    EXPECT_GE(distinct, 2) << "every rank ran the same algorithm; bf16 " << bf16;
+#endif
+  }
+  Blas far(BlasOptions{Precision::Fp32, size_t(32) << 20, 1000});  // no heuristic offers a thousand
+  DeviceBuffer<float> dY(poisoned(want.size()));
+  EXPECT_THROW(linear_forward_cuda(far, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr), std::out_of_range);
+  EXPECT_THROW(Blas(BlasOptions{Precision::Fp32, size_t(32) << 20, -1}), std::invalid_argument);
 }
 
 TEST(MatmulCuda, BiasGradMatchesHostAndRepeatsBitForBit) {

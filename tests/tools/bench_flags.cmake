@@ -1,7 +1,8 @@
 # The bench programs refuse a bad flag or value as grpo does: one line on stderr, exit code 2,
 # nothing run. Registered in every flavour, for each bench program that flavour builds.
 foreach(_entry "bench_epoch:--repeats=-3" "bench_kernels:--repeats=-3" "bench_kernels_cuda:--repeats=-3"
-               "env_step:--steps=-3" "env_step_cuda:--steps=-3" "bench_rollout_cuda:--preset=tiny")
+               "env_step:--steps=-3" "env_step_cuda:--steps=-3" "bench_rollout_cuda:--preset=tiny"
+               "bench_gemm_algos_cuda:--ranks=0")
   string(REPLACE ":" ";" _parts "${_entry}")
   list(GET _parts 0 _prog)
   list(GET _parts 1 _bad_value)

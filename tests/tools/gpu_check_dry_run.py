@@ -57,13 +57,15 @@ wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, b
           "compute-sanitizer initcheck", "grpo info --graph (small)", "grpo info --graph (reference)",
           "bench_kernels_cuda (small and reference shapes)", "bench_epoch small graph", "bench_epoch reference graph",
           "torch baseline small eager", "torch baseline reference compile", "engine ahead of PyTorch",
-          "issue 16 goals (small >= 1000, reference bf16 >= 250 epochs/s)"]
+          "issue 16 goals (small >= 1000, reference bf16 >= 250 epochs/s)",
+          "cuBLASLt heuristic answers (bench_gemm_algos_cuda)"]
 for w in wanted:
     expect(w in checks, "check %r missing" % w)
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.
 for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racecheck", "bench_epoch --preset reference",
              "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop off",
-             "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*"):
+             "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*",
+             "bench_gemm_algos_cuda --ranks 8"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)
 expect(md.startswith("# GPU check: none"), "report title")
 expect("| check | result | figure | s |" in md.split("## Device")[0], "summary table before the details")

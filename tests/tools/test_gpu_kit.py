@@ -184,6 +184,40 @@ class Goals(unittest.TestCase):
         self.assertIsNone(best)
 
 
+class BenchSurvey(unittest.TestCase):
+    """A bench program's JSON to a check: a stand-in bench_gemm_algos_cuda writes the rows."""
+
+    def survey(self, rows_json):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            kit.build = os.path.join(d, "bin")
+            os.makedirs(kit.build)
+            fake = os.path.join(kit.build, "bench_gemm_algos_cuda")
+            with open(fake, "w") as f:
+                f.write("#!%s\nimport sys\nopen(sys.argv[sys.argv.index('--json') + 1], 'w').write(%r)\n" % (
+                    sys.executable, rows_json))
+            os.chmod(fake, 0o755)
+            checks_speed.gemm_algorithms(kit)
+            return kit.checks[-1], kit.data.get("gemm_algos")
+
+    def test_names_the_product_furthest_from_its_best(self):
+        rows = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "first_us": 12.0, "best_us": 8.0,
+                 "best_rank": 3},
+                {"precision": "fp32", "op": "backward_input", "case": "small loss", "first_us": 10.0, "best_us": 9.8,
+                 "best_rank": 1}]
+        check, data = self.survey(json.dumps({"rows": rows}))
+        self.assertEqual(check["status"], "pass", check["figure"])
+        self.assertEqual(check["figure"], "rank 0 within 5% of the best in 1 of 2 products; furthest: bf16 forward "
+                                          "reference rollout, rank 3 1.50x faster")
+        self.assertEqual(data, rows)
+
+    def test_a_malformed_document_fails(self):
+        check, data = self.survey(json.dumps({"rows": [{"precision": "bf16"}]}))
+        self.assertEqual(check["status"], "fail")
+        self.assertIn("bad JSON", check["figure"])
+        self.assertIsNone(data)
+
+
 class Budget(unittest.TestCase):
     def test_a_step_past_the_budget_is_not_run_not_failed(self):
         with tempfile.TemporaryDirectory() as d:
@@ -211,6 +245,9 @@ class Report(unittest.TestCase):
             kit.not_run("delta", "dry run")
             kit.data["epochs_per_s"] = {"small": 100.0, "reference": None}
             kit.data["goals"] = {"small": {"variant": "graph BF16", "epochs_per_s": 100.0, "goal": 1000.0}}
+            kit.data["gemm_algos"] = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "M": 544,
+                                       "H": 2048, "us": [12.0, 9.0], "first_us": 12.0, "best_us": 9.0,
+                                       "best_rank": 1, "tflops_best": 506.2}]
             doc = report.write(kit)
             with open(os.path.join(d, "out", "gpu-report.md")) as f:
                 md = f.read()
@@ -225,6 +262,7 @@ class Report(unittest.TestCase):
         self.assertIn("| beta \\| gamma | FAIL | 2 things |", table)
         self.assertIn("| delta | not run | dry run |", table)
         self.assertIn("FAILED x", md)
+        self.assertIn("| bf16 | forward | reference rollout | 544x2048 | 12.0 | 9.0 | 1 | 1.33x | 506 |", md)
         self.assertIn("goals, the fastest allowed variant against each: small 100.0 epochs/s (graph BF16) of 1000.", md)
 
 

@@ -34,45 +34,59 @@ def _load(path):
         return json.load(f)
 
 
-def bench_kernels(kit):
-    name = "bench_kernels_cuda (small and reference shapes)"
-    if not kit.have("bench_kernels_cuda"):
+def _bench(kit, name, program, args, summarise):
+    """Runs a bench program that writes --json FILE, then summarise(doc) -> (figure, data), which
+    may raise KeyError, TypeError or ValueError on a malformed document; records the check."""
+    if not kit.have(program):
         return kit.not_run(name, "the build failed")
-    path = os.path.join(kit.tmp("bench"), "kernels.json")
-    repeats = "5" if kit.quick else "20"
-    res = kit.run.run("bench-kernels", [kit.bin("bench_kernels_cuda"), "--repeats", repeats, "--json", path], 300)
+    path = os.path.join(kit.tmp("bench"), program + ".json")
+    res = kit.run.run(program.replace("_", "-"), [kit.bin(program)] + args + ["--json", path], 300)
     if res is None or not res.ok:
         return kit.from_result(name, res, "")
     try:
-        doc = _load(path)
+        figure = summarise(_load(path))
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        return kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
+    return kit.record(name, "pass", figure, res.seconds, res.log)
+
+
+def bench_kernels(kit):
+    def summarise(doc):
         rows = doc["rows"]
         fr = [r["fraction"] for r in rows]
-    except (OSError, ValueError, KeyError) as e:
-        return kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
-    kit.data["kernels"] = {"copy_gbps": doc.get("copy_gbps"), "sgemm_gflops": doc.get("sgemm_gflops"), "rows": rows}
-    return kit.record(name, "pass", "%d op x shape rows, %.0f%%-%.0f%% of the ceilings; copy %.0f GB/s, sgemm %.0f "
-                      "GFLOP/s" % (len(rows), 100 * min(fr), 100 * max(fr), doc.get("copy_gbps", 0),
-                                   doc.get("sgemm_gflops", 0)), res.seconds, res.log)
+        kit.data["kernels"] = {"copy_gbps": doc.get("copy_gbps"), "sgemm_gflops": doc.get("sgemm_gflops"),
+                               "rows": rows}
+        return "%d op x shape rows, %.0f%%-%.0f%% of the ceilings; copy %.0f GB/s, sgemm %.0f GFLOP/s" % (
+            len(rows), 100 * min(fr), 100 * max(fr), doc.get("copy_gbps", 0), doc.get("sgemm_gflops", 0))
+    return _bench(kit, "bench_kernels_cuda (small and reference shapes)", "bench_kernels_cuda",
+                  ["--repeats", "5" if kit.quick else "20"], summarise)
+
+
+def gemm_algorithms(kit):
+    """bench_gemm_algos_cuda: each cuBLASLt product of the executor at the presets' shapes, with
+    each of the heuristic's first 8 answers. A survey, not a test: it passes when it ran, and its
+    figure names the product where rank 0 (the engine's choice) is furthest behind the best."""
+    def summarise(doc):
+        rows = doc["rows"]
+        gains = [(r["first_us"] / r["best_us"], r) for r in rows]
+        gain, worst = max(gains, key=lambda g: g[0])
+        kit.data["gemm_algos"] = rows
+        return "rank 0 within 5%% of the best in %d of %d products; furthest: %s %s %s, rank %d %.2fx faster" % (
+            sum(g <= 1.05 for g, _ in gains), len(rows), worst["precision"], worst["op"], worst["case"],
+            worst["best_rank"], gain)
+    return _bench(kit, "cuBLASLt heuristic answers (bench_gemm_algos_cuda)", "bench_gemm_algos_cuda",
+                  ["--ranks", "8", "--repeats", "3" if kit.quick else "10"], summarise)
 
 
 def rollout_latency(kit):
     """The rollout alone, microseconds per game step, per way of running it (bench_rollout_cuda:
     eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), small preset."""
-    name = "bench_rollout_cuda (us per step, small)"
-    if not kit.have("bench_rollout_cuda"):
-        return kit.not_run(name, "the build failed")
-    path = os.path.join(kit.tmp("bench"), "rollout.json")
-    repeats = "5" if kit.quick else "20"
-    res = kit.run.run("bench-rollout", [kit.bin("bench_rollout_cuda"), "--preset", "small", "--repeats", repeats,
-                                        "--json", path], 300)
-    if res is None or not res.ok:
-        return kit.from_result(name, res, "")
-    try:
-        rows = {r["mode"]: r["us_per_step"] for r in _load(path)["rows"]}
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        return kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
-    kit.data["rollout_us_per_step"] = rows
-    return kit.record(name, "pass", ", ".join("%s %.1f" % (m, us) for m, us in rows.items()), res.seconds, res.log)
+    def summarise(doc):
+        rows = {r["mode"]: r["us_per_step"] for r in doc["rows"]}
+        kit.data["rollout_us_per_step"] = rows
+        return ", ".join("%s %.1f" % (m, us) for m, us in rows.items())
+    return _bench(kit, "bench_rollout_cuda (us per step, small)", "bench_rollout_cuda",
+                  ["--preset", "small", "--repeats", "5" if kit.quick else "20"], summarise)
 
 
 # bench_epoch variants: (row name, executor, extra flags, key suffix in the JSON's figures).

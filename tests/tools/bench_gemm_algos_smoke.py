@@ -1,0 +1,23 @@
+"""bench_gemm_algos_cuda on the emulator (argv[1]: the program): every product at every
+precision runs with each rank the emulator's heuristic offers (it models four algorithms); the
+ranks asked past them are left out, not failed; the JSON holds one row per product."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+with tempfile.TemporaryDirectory() as d:
+    path = os.path.join(d, "algos.json")
+    p = subprocess.run([sys.argv[1], "--ranks", "6", "--json", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=100)
+    print(p.stdout)
+    if p.returncode != 0:
+        sys.exit("exit %d" % p.returncode)
+    rows = json.load(open(path))["rows"]
+wanted = {(prec, op) for prec in ("fp32", "tf32", "bf16") for op in ("forward", "backward_input", "backward_weight")}
+got = {(r["precision"], r["op"]) for r in rows}
+bad = [r for r in rows if len(r["us"]) != 4 or not 0 <= r["best_rank"] < 4]
+if len(rows) != len(wanted) or got != wanted or bad:
+    sys.exit("FAILED: %d rows, products %s, rows without four ranks: %s" % (len(rows), sorted(got), bad))
+print("bench_gemm_algos_cuda smoke: %d products, four ranks each" % len(rows))
