@@ -10,7 +10,7 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from gpu_kit import checks_speed, kit as kitmod, ncu, parse, report  # noqa: E402
+from gpu_kit import checks_sanity, checks_speed, kit as kitmod, ncu, parse, report  # noqa: E402
 
 
 class SanitizerSummary(unittest.TestCase):
@@ -50,6 +50,15 @@ class Outputs(unittest.TestCase):
             self.assertEqual(parse.junit_counts(f.name), (2, 1, 1, ["FAILED b", "SKIPPED c"]))
         finally:
             os.remove(f.name)
+
+    def test_steady_epochs_per_s_skips_the_first_epochs(self):
+        rows = [{"epoch": e, "epoch_seconds": s} for e, s in enumerate([0.5, 0.2, 0.002, 0.001, 0.004, 0.001])]
+        self.assertAlmostEqual(parse.steady_epochs_per_s(rows, 2), 1 / 0.0015)
+        self.assertAlmostEqual(parse.steady_epochs_per_s(rows, 3), 1 / 0.001)
+        with self.assertRaises(ValueError):
+            parse.steady_epochs_per_s(rows, 6)
+        with self.assertRaises(ValueError):
+            parse.steady_epochs_per_s([{"epoch": 0, "epoch_seconds": 0.0}], 0)
 
     def test_safetensors_tensors_ignore_metadata(self):
         header = json.dumps({"__metadata__": {"epoch": "3"}, "a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
@@ -216,6 +225,45 @@ class BenchSurvey(unittest.TestCase):
         self.assertEqual(check["status"], "fail")
         self.assertIn("bad JSON", check["figure"])
         self.assertIsNone(data)
+
+
+class Learning(unittest.TestCase):
+    """The learning check on a stand-in grpo that writes metrics.jsonl: scores from -20 up to -4
+    (or flat, with --seed 7 swapped for a run that does not learn), 2 ms epochs in fp32, 1 ms in
+    bf16."""
+    FAKE = """#!%s
+import json, sys
+a = sys.argv
+out, n = a[a.index("--out") + 1], int(a[a.index("--total-epochs") + 1])
+bf16 = "--precision" in a
+with open(out + "/metrics.jsonl", "w") as f:
+    for e in range(n):
+        score = -20.0 + 16.0 * e / (n - 1) if %s else -20.0
+        f.write(json.dumps({"epoch": e, "score": score, "epoch_seconds": 0.001 if bf16 else 0.002}) + "\\n")
+"""
+
+    def learning(self, learns):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            kit.build = os.path.join(d, "bin")
+            os.makedirs(kit.build)
+            fake = os.path.join(kit.build, "grpo")
+            with open(fake, "w") as f:
+                f.write(self.FAKE % (sys.executable, learns))
+            os.chmod(fake, 0o755)
+            checks_sanity.learning(kit)
+            return kit.checks[-1], kit.data.get("learning")
+
+    def test_the_trainers_rate_beside_the_scores(self):
+        check, data = self.learning(True)
+        self.assertEqual(check["status"], "pass", check)
+        self.assertIn("fp32 -19.76 -> -5.31 (500 epochs/s in grpo train)", check["figure"])
+        self.assertIn("bf16 -19.76 -> -5.31 (1000 epochs/s in grpo train)", check["figure"])
+        self.assertAlmostEqual(data["bf16"]["train_epochs_per_s"], 1000.0)
+
+    def test_a_run_that_does_not_learn_fails(self):
+        check, _ = self.learning(False)
+        self.assertEqual(check["status"], "fail")
 
 
 class Budget(unittest.TestCase):

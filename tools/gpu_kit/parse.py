@@ -90,6 +90,21 @@ def metrics(path):
     return sorted(rows, key=lambda r: r["epoch"])
 
 
+def steady_epochs_per_s(rows, skip):
+    """grpo train's own rate past its first `skip` epochs (the eager epoch, the graph's capture):
+    1 / the median of metrics.jsonl's epoch_seconds, the wall time between two epochs' metrics as
+    the trainer's loop consumed them (one epoch queued behind the running one, the JSON line and
+    the checkpoint decisions included)."""
+    gaps = sorted(float(r["epoch_seconds"]) for r in rows[skip:])
+    if not gaps:
+        raise ValueError("no epoch past the first %d" % skip)
+    n = len(gaps)
+    mid = gaps[n // 2] if n % 2 else 0.5 * (gaps[n // 2 - 1] + gaps[n // 2])
+    if mid <= 0:
+        raise ValueError("a median epoch of %g s" % mid)
+    return 1.0 / mid
+
+
 def safetensors_tensors(path):
     """{name: raw bytes} of every tensor in a safetensors file (the metadata is left out)."""
     with open(path, "rb") as f:
