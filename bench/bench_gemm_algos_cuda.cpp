@@ -6,12 +6,15 @@
 // say whether choosing among the answers (once per shape and run, so that the bits stay
 // reproducible) would buy anything before the engine does it. --json writes the rows. On the SIMT
 // build the "device" is the CPU emulator: each product runs once per rank at a small shape as a
-// smoke test, timings are not taken.
+// smoke test, timings are not taken. Each row names the algorithm each rank ran (cuBLASLt's id,
+// tile, K splits, stages): each rank is its own query of the heuristic, and two queries need not
+// agree, so two ranks may name one algorithm.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -90,44 +93,82 @@ void print_header() {
               "best us", "rank", "gain", "TFLOP/s", "[us per rank]");
 }
 
-// Per (precision, case, op): the microseconds of each rank the heuristic offers, up to `ranks`;
-// time(f) times one call of f (or, on the emulator, runs it once and returns 0).
+// One answer's run: microseconds a call (0 on the emulator), or no time when cuBLASLt refused it,
+// and the configuration it ran with.
+struct Answer {
+  std::optional<double> us;
+  Blas::AlgoConfig algo{-1, 0, 1, 0};
+};
+
+nlohmann::json to_json(const std::vector<Answer>& answers) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const Answer& x : answers)
+    a.push_back({{"us", x.us ? nlohmann::json(*x.us) : nlohmann::json(nullptr)},
+                 {"algo_id", x.algo.id},
+                 {"tile_id", x.algo.tile},
+                 {"split_k", x.algo.split_k},
+                 {"stages_id", x.algo.stages}});
+  return a;
+}
+
+// Per (case, precision, op): each rank the heuristic offers, up to `ranks`. time(f) times calls of
+// f (or, on the emulator, runs it once and returns 0). A rank's first call makes its plan outside
+// the timer, where a rank the heuristic does not reach throws std::out_of_range (the survey of
+// that product ends there) and where cuBLASLt may refuse an answer past the first (a CudaError:
+// that rank gets no time, the others go on; at rank 0 it is the engine's failure too, and fatal).
 nlohmann::json survey(const std::vector<Case>& cases, int ranks, cudaStream_t st,
                       const std::function<double(const std::function<void()>&)>& time) {
   nlohmann::json rows = nlohmann::json::array();
-  for (const Precision prec : {Precision::Fp32, Precision::Tf32, Precision::Bf16}) {
-    std::vector<std::unique_ptr<Blas>> blas;  // one context per rank: each fixes its own algorithms
-    for (int r = 0; r < ranks; ++r) blas.push_back(std::make_unique<Blas>(BlasOptions{prec, size_t(32) << 20, r}));
-    for (const Case& c : cases) {
-      Operands o(c.M, c.H, st);
+  for (const Case& c : cases) {
+    Operands o(c.M, c.H, st);
+    for (const Precision prec : {Precision::Fp32, Precision::Tf32, Precision::Bf16}) {
+      std::vector<std::unique_ptr<Blas>> blas;  // one context per rank: each fixes its own algorithms
+      for (int r = 0; r < ranks; ++r) blas.push_back(std::make_unique<Blas>(BlasOptions{prec, size_t(32) << 20, r}));
       for (const std::string op : {"forward", "backward_input", "backward_weight"}) {
         if (c.forward_only && op != "forward") continue;
-        std::vector<double> us;
+        std::vector<Answer> answers;
         for (int r = 0; r < ranks; ++r) {
+          Blas& b = *blas[size_t(r)];
+          const auto call = [&] { o.run(b, op, prec == Precision::Bf16, st); };
+          Answer a;
           try {
-            us.push_back(1e3 * time([&] { o.run(*blas[size_t(r)], op, prec == Precision::Bf16, st); }));
+            call();
+            CUDA_CHECK(cudaStreamSynchronize(st));
+            a.algo = b.last_algorithm();
+            a.us = 1e3 * time(call);
           } catch (const std::out_of_range&) {
             break;  // the heuristic offers no more answers for this product
+          } catch (const CudaError& e) {
+            // A refused answer leaves the device usable (its error, if the runtime kept one, is
+            // cleared); an error that sticks (the context lost) ends the survey.
+            if (r == 0) throw;
+            (void)cudaGetLastError();
+            if (cudaDeviceSynchronize() != cudaSuccess) throw;
+            std::printf("  rank %d of %s %s %s refused: %s\n", r, precision_name(prec), op.c_str(), c.name, e.what());
           }
+          answers.push_back(a);
         }
-        if (us.empty()) continue;  // rank 0 always exists (Blas throws CudaError otherwise)
-        const size_t best = size_t(std::min_element(us.begin(), us.end()) - us.begin());
-        const double flops = 2.0 * c.M * c.H * c.H;
+        if (answers.empty()) continue;  // rank 0 always answers (Blas throws CudaError otherwise)
+        size_t best = 0;
+        for (size_t r = 1; r < answers.size(); ++r)
+          if (answers[r].us && *answers[r].us < *answers[best].us) best = r;
+        const double first = *answers[0].us, fastest = *answers[best].us, flops = 2.0 * c.M * c.H * c.H;
         std::printf("%-5s %-16s %-18s %6dx%-5d %9.1f %9.1f %5zu %6.2fx %8.1f  [", precision_name(prec), op.c_str(),
-                    c.name, c.M, c.H, us[0], us[best], best, us[best] > 0 ? us[0] / us[best] : 1.0,
-                    us[best] > 0 ? flops / us[best] * 1e-6 : 0.0);
-        for (double u : us) std::printf(" %.1f", u);
-        std::printf(" ]\n");
+                    c.name, c.M, c.H, first, fastest, best, fastest > 0 ? first / fastest : 1.0,
+                    fastest > 0 ? flops / fastest * 1e-6 : 0.0);
+        for (const Answer& a : answers) a.us ? std::printf(" %.1f", *a.us) : std::printf(" -");
+        std::printf(" ]  algo %d tile %d split-k %d\n", answers[best].algo.id, answers[best].algo.tile,
+                    answers[best].algo.split_k);
         rows.push_back({{"precision", precision_name(prec)},
                         {"case", c.name},
                         {"op", op},
                         {"M", c.M},
                         {"H", c.H},
-                        {"us", us},
-                        {"first_us", us[0]},
-                        {"best_us", us[best]},
+                        {"answers", to_json(answers)},
+                        {"first_us", first},
+                        {"best_us", fastest},
                         {"best_rank", best},
-                        {"tflops_best", us[best] > 0 ? flops / us[best] * 1e-6 : 0.0}});
+                        {"tflops_best", fastest > 0 ? flops / fastest * 1e-6 : 0.0}});
       }
     }
   }

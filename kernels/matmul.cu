@@ -78,10 +78,10 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
         cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, rank + 1, answers.data(), &found));
     const std::string what = std::string(" for a ") + (bf16 ? "bf16 " : "") + std::to_string(m) + "x" +
                              std::to_string(n) + "x" + std::to_string(k) + " product";
-    if (found < 1) throw CudaError("cuBLASLt has no algorithm" + what);
-    if (found <= rank)
-      throw std::out_of_range("cuBLASLt's heuristic offers " + std::to_string(found) + " algorithms" + what +
-                              ", none of rank " + std::to_string(rank));
+    if (found < 1 || answers[0].state != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLASLt has no algorithm" + what);
+    if (found <= rank || answers[size_t(rank)].state != CUBLAS_STATUS_SUCCESS)
+      throw std::out_of_range("cuBLASLt's heuristic returned " + std::to_string(found) + " answers" + what +
+                              ", none usable at rank " + std::to_string(rank));
     p.algo = answers[size_t(rank)].algo;
   } catch (...) {
     if (p.c) cublasLtMatrixLayoutDestroy(p.c);
@@ -103,9 +103,25 @@ int shared_alignment(const void* A, const void* B, const void* C) {
 
 void Blas::run(const Shape& s, const void* A, const void* B, float* C, bool accumulate, cudaStream_t stream) {
   const Plan& p = plan(s, stream);
+  last_ = &p;
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_.get(),
                               options_.workspace_bytes, stream));
+}
+
+Blas::AlgoConfig Blas::last_algorithm() const {
+  if (!last_) throw std::logic_error("Blas::last_algorithm: no product has run");
+  int32_t id = 0, split_k = 1;
+  uint32_t tile = 0, stages = 0;
+  size_t written = 0;
+  CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&last_->algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written));
+  CUBLAS_CHECK(
+      cublasLtMatmulAlgoConfigGetAttribute(&last_->algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written));
+  CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&last_->algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split_k,
+                                                    sizeof split_k, &written));
+  CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&last_->algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, &stages,
+                                                    sizeof stages, &written));
+  return {id, int(tile), split_k, int(stages)};
 }
 
 void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,

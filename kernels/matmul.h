@@ -58,10 +58,11 @@ struct BlasOptions {
 // One cuBLASLt handle, the workspace it owns, and one fixed algorithm per product shape.
 // Create it before any stream capture: the constructor allocates. cuBLASLt never allocates on
 // its own; every matmul gets this workspace. The algorithm of each (shape, transposes) is chosen
-// once, by cuBLASLt's heuristic (its answer of rank options.heuristic_rank) at the shape's first use, which must be
-// eager (a warm-up before any capture; a first use inside a capture throws), and reused by every later call, eager or
-// captured: heuristic answers are not promised to agree from one query to the next, and
-// algorithms sum in different orders, so a graph matches eager runs bit for bit only this way.
+// once, by cuBLASLt's heuristic (its answer of rank options.heuristic_rank) at the shape's first
+// use, which must be eager (a warm-up before any capture; a first use inside a capture throws),
+// and reused by every later call, eager or captured: heuristic answers are not promised to agree
+// from one query to the next, and algorithms sum in different orders, so a graph matches eager
+// runs bit for bit only this way.
 // Host pointer mode: alpha and beta are constants baked into a captured graph. Not thread-safe;
 // one per stream user.
 class Blas {
@@ -77,6 +78,12 @@ class Blas {
   // A is lda-strided [m, k] (or [k, m] when ta), B is ldb-strided [k, n] (or [n, k] when tb).
   void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
             bool accumulate, cudaStream_t stream);
+  // The configuration of the algorithm the last product ran with, for the benchmark that
+  // compares the heuristic's answers (bench_gemm_algos_cuda). Throws std::logic_error before any.
+  struct AlgoConfig {
+    int id, tile, split_k, stages;  // cuBLASLt's algorithm id, tile id, K splits, stages id
+  };
+  AlgoConfig last_algorithm() const;
   // The same with bf16 A and B (CUDA_R_16BF), fp32 C, fp32 accumulation.
   void gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int lda, const Bf16* B, int ldb, float* C,
                  int ldc, bool accumulate, cudaStream_t stream);
@@ -99,6 +106,7 @@ class Blas {
   cublasLtMatmulPreference_t pref_ = nullptr;
   cuda::DeviceArray<std::byte> workspace_;  // allocated before any capture, never by cuBLASLt
   std::map<Shape, Plan> plans_;
+  const Plan* last_ = nullptr;  // the plan of the last product run (map nodes do not move)
 };
 
 // linear_forward_cuda takes the few-row kernel (matmul_few_rows.cu) instead of cuBLASLt when

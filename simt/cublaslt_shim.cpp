@@ -1,12 +1,11 @@
 // cuBLASLt shim: the matmul subset the engine calls (handle, fp32 matmul descriptor with
 // transposes and pointer mode, column-major layouts (fp32, or bf16 A and B under plain fp32
 // compute, summed in fp32 like fp32 operands), a preference with a workspace limit,
-// the algorithm heuristic, cublasLtMatmul). The algorithms and the heuristic are those of
-// gemm_model.h: each algorithm sums in its own fp32 order, and the heuristic may answer
-// differently while a stream captures, so only a caller that fixes its algorithm gets the same
-// bits eagerly and in a graph. A (shape, algorithm) must have run once outside a capture before
-// a capture may record it (cuBLASLt loads and sets a kernel up on first use). A matmul is a
-// HostOp node on the given stream, deferred and captured like a kernel.
+// the algorithm heuristic and an algorithm's configuration, cublasLtMatmul). The algorithms and the heuristic are those
+// of gemm_model.h: each algorithm sums in its own fp32 order, and the heuristic may answer differently while a stream
+// captures, so only a caller that fixes its algorithm gets the same bits eagerly and in a graph. A (shape, algorithm)
+// must have run once outside a capture before a capture may record it (cuBLASLt loads and sets a kernel up on first
+// use). A matmul is a HostOp node on the given stream, deferred and captured like a kernel.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -204,6 +203,41 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
     results[r].wavesCount = 1.f;
   }
   *returned = n;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// The configuration of an algorithm the heuristic returned: its id is the model's algorithm; the
+// model has no tiles, K splits or stages, so those read as cuBLASLt's defaults (undefined, 1, 0).
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t bytes,
+                                                    size_t* written) {
+  Algo al;
+  if (!read(algo, &al)) return CUBLAS_STATUS_INVALID_VALUE;
+  int32_t i32 = 0;
+  uint32_t u32 = 0;
+  const void* src = &u32;
+  size_t size = sizeof u32;
+  switch (attr) {
+    case CUBLASLT_ALGO_CONFIG_ID:
+      i32 = al.id, src = &i32, size = sizeof i32;
+      break;
+    case CUBLASLT_ALGO_CONFIG_SPLITK_NUM:
+      i32 = 1, src = &i32, size = sizeof i32;
+      break;
+    case CUBLASLT_ALGO_CONFIG_TILE_ID:
+    case CUBLASLT_ALGO_CONFIG_STAGES_ID:
+      break;
+    default:
+      return CUBLAS_STATUS_NOT_SUPPORTED;  // not emulated
+  }
+  if (bytes == 0) {
+    if (!written) return CUBLAS_STATUS_INVALID_VALUE;
+    *written = size;
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  if (!buf || bytes != size) return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(buf, src, size);
+  if (written) *written = size;
   return CUBLAS_STATUS_SUCCESS;
 }
 

@@ -1,5 +1,6 @@
 // matmul.h on the device (cuBLAS, or the emulator's GEMM shim) against the OpenBLAS host twins.
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -104,9 +105,11 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
   DeviceBuffer<Bf16> dX16(X16), dW16(W16);
   for (bool bf16 : {false, true}) {
     std::vector<std::vector<float>> results;
+    std::vector<int> ids;
     int offered = 0;
     for (int rank = 0; rank < 8; ++rank) {
       Blas blas(BlasOptions{Precision::Fp32, size_t(32) << 20, rank});
+      EXPECT_THROW(blas.last_algorithm(), std::logic_error);
       DeviceBuffer<float> dY(poisoned(want.size()));
       try {
         if (bf16)
@@ -114,11 +117,14 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
         else
           linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
       } catch (const std::out_of_range& e) {
-        EXPECT_NE(std::string(e.what()).find("offers " + std::to_string(rank) + " algorithms"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("returned " + std::to_string(rank) + " answers"), std::string::npos)
             << e.what();
         break;
       }
       ++offered;
+      const Blas::AlgoConfig algo = blas.last_algorithm();
+      EXPECT_GE(algo.split_k, 1) << "rank " << rank;
+      ids.push_back(algo.id);
       results.push_back(dY.download());
       EXPECT_LE(rel_l2(results.back(), bf16 ? want16 : want), 1e-5) << "rank " << rank << " bf16 " << bf16;
     }
@@ -133,6 +139,8 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
       distinct += !seen;
     }
     EXPECT_GE(distinct, 2) << "every rank ran the same algorithm; bf16 " << bf16;
+    // The model's heuristic ranks its four algorithms in a rotation: four ranks, four ids.
+    EXPECT_EQ(std::set<int>(ids.begin(), ids.end()).size(), 4u) << "bf16 " << bf16;
 #endif
   }
   Blas far(BlasOptions{Precision::Fp32, size_t(32) << 20, 1000});  // no heuristic offers a thousand

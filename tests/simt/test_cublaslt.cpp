@@ -1,10 +1,12 @@
 // Self-tests of the cuBLASLt shim: matmul against a double-precision reference for every
 // transpose pair and algorithm, algorithms that differ in the last bits, a heuristic that
-// answers differently during a capture, the warm-up rule inside a capture, and alignment.
+// answers differently during a capture, the warm-up rule inside a capture, alignment, and an
+// algorithm's configuration.
 #include <gtest/gtest.h>
 
 #include <cublasLt.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -124,6 +126,47 @@ TEST(SimtCublasLt, AnAlgorithmNeedsTheAlignmentItWasChosenFor) {
             CUBLAS_STATUS_NOT_SUPPORTED);
   EXPECT_EQ(loose.run(loose.heuristic(1).at(0), dA.get() + 1, dB.get(), dD.get(), nullptr), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// An answer's configuration: its id is the model's algorithm (the heuristic's answers name four
+// different ones), tile and stages read as undefined, one K split; sizes are checked as
+// cuBLASLt checks them, and attributes the model has no value for say so.
+TEST(SimtCublasLt, AnAlgorithmsConfigurationNamesItsModel) {
+  Lt lt(false, true, 5, 6, 7);
+  std::vector<int32_t> ids;
+  for (const cublasLtMatmulAlgo_t& algo : lt.heuristic(4)) {
+    int32_t id = -1, split = 0;
+    uint32_t tile = 7;
+    size_t written = 0;
+    EXPECT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, &written),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(written, sizeof id);
+    EXPECT_EQ(
+        cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &split, sizeof split, &written),
+        CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tile, sizeof tile, &written),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(split, 1);
+    EXPECT_EQ(tile, 0u);
+    ids.push_back(id);
+    size_t needed = 0;
+    EXPECT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, nullptr, 0, &needed),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(needed, sizeof(int32_t));
+    uint64_t wide = 0;
+    EXPECT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_ID, &wide, sizeof wide, &written),
+              CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT_EQ(
+        cublasLtMatmulAlgoConfigGetAttribute(&algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, &tile, sizeof tile, &written),
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  ASSERT_EQ(ids.size(), 4u);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 1, 2, 3}));
+  cublasLtMatmulAlgo_t garbage{};
+  int32_t id = 0;
+  EXPECT_EQ(cublasLtMatmulAlgoConfigGetAttribute(&garbage, CUBLASLT_ALGO_CONFIG_ID, &id, sizeof id, nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 """bench_gemm_algos_cuda on the emulator (argv[1]: the program): every product at every
-precision runs with each rank the emulator's heuristic offers (it models four algorithms); the
-ranks asked past them are left out, not failed; the JSON holds one row per product."""
+precision runs with each rank the emulator's heuristic offers (it models four algorithms, each
+rank naming another); the ranks asked past them are left out, not failed; the JSON holds one row
+per product."""
 import json
 import os
 import subprocess
@@ -17,7 +18,9 @@ with tempfile.TemporaryDirectory() as d:
     rows = json.load(open(path))["rows"]
 wanted = {(prec, op) for prec in ("fp32", "tf32", "bf16") for op in ("forward", "backward_input", "backward_weight")}
 got = {(r["precision"], r["op"]) for r in rows}
-bad = [r for r in rows if len(r["us"]) != 4 or not 0 <= r["best_rank"] < 4]
+# Four answers a product, each timed (0 on the emulator) and each one of the model's four algorithms.
+bad = [r for r in rows if len(r["answers"]) != 4 or not 0 <= r["best_rank"] < 4
+       or any(a["us"] is None for a in r["answers"]) or {a["algo_id"] for a in r["answers"]} != {0, 1, 2, 3}]
 if len(rows) != len(wanted) or got != wanted or bad:
     sys.exit("FAILED: %d rows, products %s, rows without four ranks: %s" % (len(rows), sorted(got), bad))
 print("bench_gemm_algos_cuda smoke: %d products, four ranks each" % len(rows))

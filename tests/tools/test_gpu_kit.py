@@ -180,7 +180,7 @@ class Goals(unittest.TestCase):
         self.assertEqual(check["status"], "fail")
         self.assertEqual(best["small"], {"variant": "graph cluster BF16 mma", "epochs_per_s": 990.5, "goal": 1000.0})
         self.assertEqual(best["reference"]["variant"], "graph BF16")  # fp32's 300 is not the goal's precision
-        self.assertIn("small 990 epochs/s (graph cluster BF16 mma) of 1000", check["figure"])
+        self.assertIn("small 990.5 epochs/s (graph cluster BF16 mma) of 1000", check["figure"])
 
     def test_met_when_both_reach_their_goal(self):
         check, best = self.run_goals({"graph": 1000.0, "graph BF16": 900.0}, {"graph BF16": 251.0})
@@ -190,7 +190,13 @@ class Goals(unittest.TestCase):
     def test_a_missing_preset_is_not_run(self):
         check, best = self.run_goals({"graph": 2000.0}, {"graph": 300.0})
         self.assertEqual(check["status"], "not run")
+        self.assertEqual(check["figure"], "no reference figure (its runs failed)")
         self.assertIsNone(best)
+
+    def test_every_goal_variant_is_one_bench_epochs_runs(self):
+        labels = {v[0] for v in checks_speed.EPOCH_VARIANTS}
+        for preset, _, allowed in checks_speed.GOALS:
+            self.assertLessEqual(set(allowed), labels, preset)
 
 
 class BenchSurvey(unittest.TestCase):
@@ -210,10 +216,11 @@ class BenchSurvey(unittest.TestCase):
             return kit.checks[-1], kit.data.get("gemm_algos")
 
     def test_names_the_product_furthest_from_its_best(self):
-        rows = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "first_us": 12.0, "best_us": 8.0,
-                 "best_rank": 3},
-                {"precision": "fp32", "op": "backward_input", "case": "small loss", "first_us": 10.0, "best_us": 9.8,
-                 "best_rank": 1}]
+        answers = [{"us": 12.0 - r, "algo_id": r, "tile_id": 0, "split_k": 1} for r in range(4)]
+        rows = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "M": 544, "H": 2048,
+                 "first_us": 12.0, "best_us": 8.0, "best_rank": 3, "tflops_best": 570.0, "answers": answers},
+                {"precision": "fp32", "op": "backward_input", "case": "small loss", "M": 27200, "H": 512,
+                 "first_us": 10.0, "best_us": 9.8, "best_rank": 1, "tflops_best": 1.45, "answers": answers[:2]}]
         check, data = self.survey(json.dumps({"rows": rows}))
         self.assertEqual(check["status"], "pass", check["figure"])
         self.assertEqual(check["figure"], "rank 0 within 5% of the best in 1 of 2 products; furthest: bf16 forward "
@@ -226,6 +233,13 @@ class BenchSurvey(unittest.TestCase):
         self.assertIn("bad JSON", check["figure"])
         self.assertIsNone(data)
 
+    def test_a_row_without_what_the_report_reads_fails_here_not_in_the_report(self):
+        row = {"precision": "bf16", "op": "forward", "case": "c", "M": 1, "H": 1, "first_us": 2.0, "best_us": 1.0,
+               "best_rank": 1, "tflops_best": 1.0, "answers": [{"us": 2.0, "algo_id": 0}]}  # no answer of rank 1
+        check, data = self.survey(json.dumps({"rows": [row]}))
+        self.assertEqual(check["status"], "fail")
+        self.assertIsNone(data)
+
 
 class Learning(unittest.TestCase):
     """The learning check on a stand-in grpo that writes metrics.jsonl: scores from -20 up to -4
@@ -234,6 +248,8 @@ class Learning(unittest.TestCase):
     FAKE = """#!%s
 import json, sys
 a = sys.argv
+if "--hidden-size" in a or "--max-steps" in a:
+    sys.exit("the learning runs must train the preset, not the tiny configuration")
 out, n = a[a.index("--out") + 1], int(a[a.index("--total-epochs") + 1])
 bf16 = "--precision" in a
 with open(out + "/metrics.jsonl", "w") as f:
@@ -282,6 +298,13 @@ class Budget(unittest.TestCase):
             kit.from_result("gpu step", kit.run.run("gpu", ["nvidia-smi"], 30), "ran")
         self.assertEqual(kit.checks[-1]["figure"], "dry run")
 
+    def test_the_reason_is_each_calls_own(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d, dry_run=True, budget=0)
+            kit.from_result("host step", kit.run.run("host", [sys.executable, "-c", "0"], 30, needs_gpu=False), "ran")
+            kit.from_result("gpu step", kit.run.run("gpu", ["nvidia-smi"], 30), "ran")
+        self.assertEqual([c["figure"] for c in kit.checks], ["over the time budget", "dry run"])
+
 
 class Report(unittest.TestCase):
     def test_summary_table_first_and_failures_counted(self):
@@ -294,8 +317,9 @@ class Report(unittest.TestCase):
             kit.data["epochs_per_s"] = {"small": 100.0, "reference": None}
             kit.data["goals"] = {"small": {"variant": "graph BF16", "epochs_per_s": 100.0, "goal": 1000.0}}
             kit.data["gemm_algos"] = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "M": 544,
-                                       "H": 2048, "us": [12.0, 9.0], "first_us": 12.0, "best_us": 9.0,
-                                       "best_rank": 1, "tflops_best": 506.2}]
+                                       "H": 2048, "answers": [{"us": 12.0, "algo_id": 21, "tile_id": 3, "split_k": 1},
+                                                              {"us": 9.0, "algo_id": 66, "tile_id": 18, "split_k": 2}],
+                                       "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2}]
             doc = report.write(kit)
             with open(os.path.join(d, "out", "gpu-report.md")) as f:
                 md = f.read()
@@ -310,7 +334,7 @@ class Report(unittest.TestCase):
         self.assertIn("| beta \\| gamma | FAIL | 2 things |", table)
         self.assertIn("| delta | not run | dry run |", table)
         self.assertIn("FAILED x", md)
-        self.assertIn("| bf16 | forward | reference rollout | 544x2048 | 12.0 | 9.0 | 1 | 1.33x | 506 |", md)
+        self.assertIn("| bf16 | forward | reference rollout | 544x2048 | 12.0 | 9.0 | 1 | 1.33x | 506 | 66, 18, 2 |", md)
         self.assertIn("goals, the fastest allowed variant against each: small 100.0 epochs/s (graph BF16) of 1000.", md)
 
 

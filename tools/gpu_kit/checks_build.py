@@ -58,6 +58,8 @@ def build(kit):
     kit.run.env["GRPO_KEEP_GOING"] = "1"
     arch = ["-DCMAKE_CUDA_ARCHITECTURES=native"]
     res = kit.run.run("build", argv + ["-DGRPO_WERROR=ON"] + arch, 540, needs_gpu=False)
+    if res is None:
+        return kit.not_run("build (gpu flavour)", kit.run.why_not)
     if res.ok:
         return kit.record("build (gpu flavour)", "pass", "built in %.0f s, native arch, -DGRPO_WERROR=ON"
                           % res.seconds, res.seconds, res.log)

@@ -35,8 +35,9 @@ def _load(path):
 
 
 def _bench(kit, name, program, args, summarise):
-    """Runs a bench program that writes --json FILE, then summarise(doc) -> (figure, data), which
-    may raise KeyError, TypeError or ValueError on a malformed document; records the check."""
+    """Runs a bench program that writes --json FILE, then summarise(doc) -> the check's figure
+    (it keeps what the report needs in kit.data, and raises KeyError, IndexError, TypeError or
+    ValueError on a malformed document); records the check."""
     if not kit.have(program):
         return kit.not_run(name, "the build failed")
     path = os.path.join(kit.tmp("bench"), program + ".json")
@@ -45,7 +46,7 @@ def _bench(kit, name, program, args, summarise):
         return kit.from_result(name, res, "")
     try:
         figure = summarise(_load(path))
-    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+    except (OSError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as e:
         return kit.record(name, "fail", "bad JSON: %s" % e, res.seconds, res.log)
     return kit.record(name, "pass", figure, res.seconds, res.log)
 
@@ -68,6 +69,9 @@ def gemm_algorithms(kit):
     figure names the product where rank 0 (the engine's choice) is furthest behind the best."""
     def summarise(doc):
         rows = doc["rows"]
+        for r in rows:  # every field the report reads
+            (r["precision"], r["op"], r["case"], int(r["M"]), int(r["H"]), float(r["tflops_best"]),
+             r["answers"][int(r["best_rank"])]["algo_id"])
         gains = [(r["first_us"] / r["best_us"], r) for r in rows]
         gain, worst = max(gains, key=lambda g: g[0])
         kit.data["gemm_algos"] = rows
@@ -178,11 +182,12 @@ def goals(kit):
     for p, goal, labels in GOALS:
         got = {label: e for label, e in variants.get(p, {}).items() if label in labels and e}
         if not got:
-            return kit.not_run(name, "no %s figure (%s)" % (p, "dry run" if kit.dry_run else "its runs failed"))
+            why = "dry run" if kit.dry_run else "--quick" if kit.quick else kit.run.why_not or "its runs failed"
+            return kit.not_run(name, "no %s figure (%s)" % (p, why))
         label = max(got, key=got.get)
         best[p] = {"variant": label, "epochs_per_s": got[label], "goal": goal}
         met = met and got[label] >= goal
-        figures.append("%s %.0f epochs/s (%s) of %.0f" % (p, got[label], label, goal))
+        figures.append("%s %.1f epochs/s (%s) of %.0f" % (p, got[label], label, goal))
     kit.data["goals"] = best
     return kit.record(name, "pass" if met else "fail", "; ".join(figures))
 

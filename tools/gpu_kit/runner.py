@@ -27,12 +27,7 @@ class Runner:
         os.makedirs(self.logs, exist_ok=True)
         self.env = dict(os.environ, **(env or {}))
         self.count = 0
-        self.over_budget = False
-
-    @property
-    def why_not(self):
-        """Why run() returned None: the reason a check records as 'not run'."""
-        return "over the time budget" if self.over_budget else "dry run"
+        self.why_not = None  # why the last run() returned None: the reason a check records as 'not run'
 
     def run(self, name, argv, timeout, needs_gpu=True, cwd=None):
         """Runs argv (a list) unless this is a dry run and it needs a GPU; returns a Result, or
@@ -44,11 +39,12 @@ class Runner:
         shown = " ".join(shlex.quote(a) for a in argv)
         if self.dry_run and needs_gpu:
             print("  [dry run, not run] " + shown, flush=True)
+            self.why_not = "dry run"
             return None
         left = int(self.deadline - time.monotonic()) - 10
         if left < 10:
             print("  [over the time budget, not run] " + shown, flush=True)
-            self.over_budget = True
+            self.why_not = "over the time budget"
             return None
         timeout = min(timeout, left)
         print("  $ " + shown, flush=True)
