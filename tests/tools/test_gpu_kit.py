@@ -6,6 +6,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -50,6 +51,11 @@ class Outputs(unittest.TestCase):
             self.assertEqual(parse.junit_counts(f.name), (2, 1, 1, ["FAILED b", "SKIPPED c"]))
         finally:
             os.remove(f.name)
+
+    def test_an_nvidia_smi_field_without_a_value_is_none(self):
+        self.assertEqual(parse.number("81559"), 81559)
+        self.assertEqual(parse.number("1980.0"), 1980)
+        self.assertIsNone(parse.number("[N/A]"))
 
     def test_steady_epochs_per_s_skips_the_first_epochs(self):
         rows = [{"epoch": e, "epoch_seconds": s} for e, s in enumerate([0.5, 0.2, 0.002, 0.001, 0.004, 0.001])]
@@ -282,6 +288,81 @@ with open(out + "/metrics.jsonl", "w") as f:
         self.assertEqual(check["status"], "fail")
 
 
+class HostParity(unittest.TestCase):
+    """The CUDA executor against the host on a stand-in grpo: from epoch 1 the CUDA run plays
+    other games (a score one higher) and its losses are 5% off."""
+    FAKE = """#!%s
+import json, sys
+a = sys.argv
+out, cuda = a[a.index("--out") + 1], "cuda" in a
+with open(out + "/metrics.jsonl", "w") as f:
+    for e in range(3):
+        parted = cuda and e >= 1
+        f.write(json.dumps({"epoch": e, "score": e + (1.0 if parted else 0.0), "reward": 0.5,
+                            "loss": (1.05 if parted else 1.0) / (e + 1), "grad_norm": 2.0}) + "\\n")
+"""
+
+    def parity(self, precision):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            kit.build = os.path.join(d, "bin")
+            os.makedirs(kit.build)
+            fake = os.path.join(kit.build, "grpo")
+            with open(fake, "w") as f:
+                f.write(self.FAKE % sys.executable)
+            os.chmod(fake, 0o755)
+            checks_sanity.cuda_matches_host(kit, precision)
+            return kit.checks[-1]
+
+    def test_where_a_flip_is_allowed_losses_are_compared_before_it(self):
+        check = self.parity("bf16")
+        self.assertEqual(check["status"], "pass", check)
+        self.assertIn("an action flipped in epoch 1, losses compared before it", check["figure"])
+
+    def test_fp32_allows_no_flip(self):
+        check = self.parity("fp32")
+        self.assertEqual(check["status"], "fail")
+        self.assertIn("epoch 1 score 2.0 vs host 1.0", check["detail"])
+        self.assertIn("epoch 1 loss 0.525 vs host 0.5", check["detail"])
+
+
+class CtestSkips(unittest.TestCase):
+    """A stand-in ctest that writes JUnit with two passes and one skip: a failure for the *_cuda
+    tests, a named skip for the host tests."""
+    FAKE = """#!%s
+import sys
+a = sys.argv
+with open(a[a.index("--output-junit") + 1], "w") as f:
+    f.write('<testsuite><testcase name="A" status="run"/><testcase name="B" status="run"/>'
+            '<testcase name="C" status="notrun"><skipped message="no mount namespace"/></testcase></testsuite>')
+"""
+
+    def run_ctest(self, skips_fail):
+        from gpu_kit import checks_build
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            kit.build = os.path.join(d, "bin")
+            os.makedirs(kit.build)
+            open(os.path.join(kit.build, "grpo"), "w").close()
+            path = os.path.join(d, "path")
+            os.makedirs(path)
+            with open(os.path.join(path, "ctest"), "w") as f:
+                f.write(self.FAKE % sys.executable)
+            os.chmod(os.path.join(path, "ctest"), 0o755)
+            kit.run.env["PATH"] = path + os.pathsep + kit.run.env.get("PATH", "")
+            checks_build.ctest(kit, "tests", [], 60, skips_fail=skips_fail)
+            return kit.checks[-1]
+
+    def test_a_skip_fails_the_cuda_tests(self):
+        check = self.run_ctest(True)
+        self.assertEqual((check["status"], check["figure"]), ("fail", "2 passed, 0 failed, 1 skipped"))
+
+    def test_the_host_tests_name_their_skips(self):
+        check = self.run_ctest(False)
+        self.assertEqual(check["status"], "pass")
+        self.assertEqual(check["detail"], ["SKIPPED C"])
+
+
 class Budget(unittest.TestCase):
     def test_a_step_past_the_budget_is_not_run_not_failed(self):
         with tempfile.TemporaryDirectory() as d:
@@ -291,6 +372,31 @@ class Budget(unittest.TestCase):
             kit.from_result("late step", res, "ran")
         self.assertEqual(kit.checks[-1]["status"], "not run")
         self.assertEqual(kit.checks[-1]["figure"], "over the time budget")
+
+    def test_a_step_the_budget_cuts_short_is_not_run_and_its_children_die(self):
+        marker = "61.%d" % os.getpid()  # a sleep of its own, to look for afterwards
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d, budget=21)  # 11 s left for the step (10 kept for the report)
+            t0 = time.monotonic()
+            res = kit.run.run("long", ["bash", "-c", "sleep %s & sleep %s" % (marker, marker)], 300, needs_gpu=False)
+            self.assertLess(time.monotonic() - t0, 30, "the step waited for what it started")
+            self.assertIsNone(res)
+            self.assertTrue(kit.run.why_not.startswith("cut short by the time budget"), kit.run.why_not)
+        left = subprocess.run(["pgrep", "-f", "sleep " + marker], stdout=subprocess.PIPE, text=True).stdout
+        self.assertEqual(left, "", "the command's children outlived it")
+
+    def test_a_step_over_its_own_limit_fails_and_its_children_die(self):
+        marker = "62.%d" % os.getpid()
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            t0 = time.monotonic()
+            res = kit.run.run("long", ["bash", "-c", "sleep %s & sleep %s" % (marker, marker)], 1, needs_gpu=False)
+            self.assertLess(time.monotonic() - t0, 30, "the step waited for what it started")
+            kit.from_result("long step", res, "ran")
+        self.assertTrue(res.timed_out)
+        self.assertEqual(kit.checks[-1]["status"], "fail")
+        left = subprocess.run(["pgrep", "-f", "sleep " + marker], stdout=subprocess.PIPE, text=True).stdout
+        self.assertEqual(left, "", "the command's children outlived it")
 
     def test_a_dry_run_says_so(self):
         with tempfile.TemporaryDirectory() as d:

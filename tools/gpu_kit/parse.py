@@ -78,6 +78,15 @@ def csv_row(text):
     return [f.strip() for f in line.split(",")]
 
 
+def number(field):
+    """An nvidia-smi figure as an int, or None where it says it has none ("[N/A]", under MIG or in
+    some VMs): a device fact missing is no reason to stop the kit."""
+    try:
+        return int(float(field))
+    except ValueError:
+        return None
+
+
 def metrics(path):
     """metrics.jsonl as a list of dicts, in epoch order."""
     rows = []

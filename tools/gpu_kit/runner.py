@@ -3,6 +3,7 @@ out of a failed command (a check records the failure and the kit goes on), and a
 poll of the GPU's used memory so that each check can report its peak."""
 import os
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -46,18 +47,11 @@ class Runner:
             print("  [over the time budget, not run] " + shown, flush=True)
             self.why_not = "over the time budget"
             return None
+        cut = left < timeout  # the budget, not the step's own limit, would end it
         timeout = min(timeout, left)
         print("  $ " + shown, flush=True)
         start = time.monotonic()
-        try:
-            p = subprocess.run(argv, cwd=cwd or self.root, env=self.env, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, timeout=timeout)
-            out, rc, timed_out = p.stdout.decode("utf-8", "replace"), p.returncode, False
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode("utf-8", "replace") + "\n[gpu_check: killed after %d s]\n" % timeout
-            rc, timed_out = 124, True
-        except OSError as e:
-            out, rc, timed_out = "[gpu_check: could not start: %s]\n" % e, 127, False
+        out, rc, timed_out = self._run(argv, cwd or self.root, timeout)
         seconds = time.monotonic() - start
         with open(log, "w") as f:
             f.write("$ " + shown + "\n" + out + "\n[exit %d after %.1f s]\n" % (rc, seconds))
@@ -65,7 +59,31 @@ class Runner:
             tail = "\n".join(out.strip().splitlines()[-5:])
             print("    exit %d after %.1f s; last lines:\n    %s" % (rc, seconds, tail.replace("\n", "\n    ")),
                   flush=True)
+        if timed_out and cut:  # half a run says nothing of the code: not run, like a step never started
+            self.why_not = "cut short by the time budget after %.0f s" % seconds
+            return None
         return Result(rc, out, seconds, os.path.relpath(log, self.work), timed_out)
+
+    def _run(self, argv, cwd, timeout):
+        """(output, exit code, timed out). The command runs in a process group of its own, and a
+        timeout kills the whole group: what it started (the program under compute-sanitizer or
+        ncu, ctest's tests, the build's compilers) must not go on holding the GPU or the build
+        folder while the next step runs."""
+        try:
+            p = subprocess.Popen(argv, cwd=cwd, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+        except OSError as e:
+            return "[gpu_check: could not start: %s]\n" % e, 127, False
+        try:
+            raw, _ = p.communicate(timeout=timeout)
+            return raw.decode("utf-8", "replace"), p.returncode, False
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            raw, _ = p.communicate()
+            return raw.decode("utf-8", "replace") + "\n[gpu_check: killed after %d s]\n" % timeout, 124, True
 
 
 class MemoryPoll:
