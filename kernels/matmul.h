@@ -78,15 +78,15 @@ class Blas {
   // A is lda-strided [m, k] (or [k, m] when ta), B is ldb-strided [k, n] (or [n, k] when tb).
   void gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
             bool accumulate, cudaStream_t stream);
+  // The same with bf16 A and B (CUDA_R_16BF), fp32 C, fp32 accumulation.
+  void gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int lda, const Bf16* B, int ldb, float* C,
+                 int ldc, bool accumulate, cudaStream_t stream);
   // The configuration of the algorithm the last product ran with, for the benchmark that
   // compares the heuristic's answers (bench_gemm_algos_cuda). Throws std::logic_error before any.
   struct AlgoConfig {
     int id, tile, split_k, stages;  // cuBLASLt's algorithm id, tile id, K splits, stages id
   };
   AlgoConfig last_algorithm() const;
-  // The same with bf16 A and B (CUDA_R_16BF), fp32 C, fp32 accumulation.
-  void gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int lda, const Bf16* B, int ldb, float* C,
-                 int ldc, bool accumulate, cudaStream_t stream);
 
  private:
   // ta, tb, m, n, k, lda, ldb, ldc, the alignment in bytes (2 to 256) that A, B and C share (an

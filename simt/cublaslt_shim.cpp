@@ -1,10 +1,11 @@
 // cuBLASLt shim: the matmul subset the engine calls (handle, fp32 matmul descriptor with
 // transposes and pointer mode, column-major layouts (fp32, or bf16 A and B under plain fp32
-// compute, summed in fp32 like fp32 operands), a preference with a workspace limit,
-// the algorithm heuristic and an algorithm's configuration, cublasLtMatmul). The algorithms and the heuristic are those
-// of gemm_model.h: each algorithm sums in its own fp32 order, and the heuristic may answer differently while a stream
-// captures, so only a caller that fixes its algorithm gets the same bits eagerly and in a graph. A (shape, algorithm)
-// must have run once outside a capture before a capture may record it (cuBLASLt loads and sets a kernel up on first
+// compute, summed in fp32 like fp32 operands), a preference with a workspace limit, the
+// algorithm heuristic and an algorithm's configuration, cublasLtMatmul). The algorithms and the
+// heuristic are those of gemm_model.h: each algorithm sums in its own fp32 order, and the
+// heuristic may answer differently while a stream captures, so only a caller that fixes its
+// algorithm gets the same bits eagerly and in a graph. A (shape, algorithm) must have run once
+// outside a capture before a capture may record it (cuBLASLt loads and sets a kernel up on first
 // use). A matmul is a HostOp node on the given stream, deferred and captured like a kernel.
 #include <cublasLt.h>
 
