@@ -170,6 +170,23 @@ def _kit(d, dry_run=False, budget=3600):
                       budget=budget)
 
 
+def _stand_in(folder, name, script):
+    """An executable Python script `name` in `folder` (made if absent): a program the kit runs."""
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write("#!%s\n%s" % (sys.executable, script))
+    os.chmod(path, 0o755)
+
+
+def _kit_with(d, name, script):
+    """A kit whose build folder holds the stand-in program `name`."""
+    kit = _kit(d)
+    kit.build = os.path.join(d, "bin")
+    _stand_in(kit.build, name, script)
+    return kit
+
+
 class Goals(unittest.TestCase):
     """Issue 16's goals: the fastest allowed variant per preset, eager and --algo grpo not counted."""
 
@@ -210,14 +227,8 @@ class BenchSurvey(unittest.TestCase):
 
     def survey(self, rows_json):
         with tempfile.TemporaryDirectory() as d:
-            kit = _kit(d)
-            kit.build = os.path.join(d, "bin")
-            os.makedirs(kit.build)
-            fake = os.path.join(kit.build, "bench_gemm_algos_cuda")
-            with open(fake, "w") as f:
-                f.write("#!%s\nimport sys\nopen(sys.argv[sys.argv.index('--json') + 1], 'w').write(%r)\n" % (
-                    sys.executable, rows_json))
-            os.chmod(fake, 0o755)
+            kit = _kit_with(d, "bench_gemm_algos_cuda",
+                            "import sys\nopen(sys.argv[sys.argv.index('--json') + 1], 'w').write(%r)\n" % rows_json)
             checks_speed.gemm_algorithms(kit)
             return kit.checks[-1], kit.data.get("gemm_algos")
 
@@ -251,7 +262,7 @@ class Learning(unittest.TestCase):
     """The learning check on a stand-in grpo that writes metrics.jsonl: scores from -20 up to -4
     (or flat, with --seed 7 swapped for a run that does not learn), 2 ms epochs in fp32, 1 ms in
     bf16."""
-    FAKE = """#!%s
+    FAKE = """\
 import json, sys
 a = sys.argv
 if "--hidden-size" in a or "--max-steps" in a:
@@ -266,13 +277,7 @@ with open(out + "/metrics.jsonl", "w") as f:
 
     def learning(self, learns):
         with tempfile.TemporaryDirectory() as d:
-            kit = _kit(d)
-            kit.build = os.path.join(d, "bin")
-            os.makedirs(kit.build)
-            fake = os.path.join(kit.build, "grpo")
-            with open(fake, "w") as f:
-                f.write(self.FAKE % (sys.executable, learns))
-            os.chmod(fake, 0o755)
+            kit = _kit_with(d, "grpo", self.FAKE % learns)
             checks_sanity.learning(kit)
             return kit.checks[-1], kit.data.get("learning")
 
@@ -291,7 +296,7 @@ with open(out + "/metrics.jsonl", "w") as f:
 class HostParity(unittest.TestCase):
     """The CUDA executor against the host on a stand-in grpo: from epoch 1 the CUDA run plays
     other games (a score one higher) and its losses are 5% off."""
-    FAKE = """#!%s
+    FAKE = """\
 import json, sys
 a = sys.argv
 out, cuda = a[a.index("--out") + 1], "cuda" in a
@@ -304,13 +309,7 @@ with open(out + "/metrics.jsonl", "w") as f:
 
     def parity(self, precision):
         with tempfile.TemporaryDirectory() as d:
-            kit = _kit(d)
-            kit.build = os.path.join(d, "bin")
-            os.makedirs(kit.build)
-            fake = os.path.join(kit.build, "grpo")
-            with open(fake, "w") as f:
-                f.write(self.FAKE % sys.executable)
-            os.chmod(fake, 0o755)
+            kit = _kit_with(d, "grpo", self.FAKE)
             checks_sanity.cuda_matches_host(kit, precision)
             return kit.checks[-1]
 
@@ -329,7 +328,7 @@ with open(out + "/metrics.jsonl", "w") as f:
 class CtestSkips(unittest.TestCase):
     """A stand-in ctest that writes JUnit with two passes and one skip: a failure for the *_cuda
     tests, a named skip for the host tests."""
-    FAKE = """#!%s
+    FAKE = """\
 import sys
 a = sys.argv
 with open(a[a.index("--output-junit") + 1], "w") as f:
@@ -340,15 +339,9 @@ with open(a[a.index("--output-junit") + 1], "w") as f:
     def run_ctest(self, skips_fail):
         from gpu_kit import checks_build
         with tempfile.TemporaryDirectory() as d:
-            kit = _kit(d)
-            kit.build = os.path.join(d, "bin")
-            os.makedirs(kit.build)
-            open(os.path.join(kit.build, "grpo"), "w").close()
+            kit = _kit_with(d, "grpo", "")  # ctest() runs only where grpo was built
             path = os.path.join(d, "path")
-            os.makedirs(path)
-            with open(os.path.join(path, "ctest"), "w") as f:
-                f.write(self.FAKE % sys.executable)
-            os.chmod(os.path.join(path, "ctest"), 0o755)
+            _stand_in(path, "ctest", self.FAKE)
             kit.run.env["PATH"] = path + os.pathsep + kit.run.env.get("PATH", "")
             checks_build.ctest(kit, "tests", [], 60, skips_fail=skips_fail)
             return kit.checks[-1]
