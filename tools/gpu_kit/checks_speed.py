@@ -113,6 +113,7 @@ def bench_epochs(kit):
     nvidia-smi's used memory while each runs (the whole GPU: the CUDA context and cuBLAS
     included). The x-floor figure is against the FP32 floor in every variant."""
     epochs, steps, peak, variants = {}, {}, {}, {p: {} for p in PRESETS}
+    pipelined = {p: {} for p in PRESETS}
     for p in PRESETS:
         for label, ex, flags, suffix in EPOCH_VARIANTS:
             name = "bench_epoch %s %s" % (p, label)
@@ -142,9 +143,11 @@ def bench_epochs(kit):
             key = p + suffix
             epochs[key], steps[key] = row["epochs_per_s"], row["game_steps_per_s"]
             variants[p][label] = row["epochs_per_s"]
+            pipelined[p][label] = row.get("epochs_per_s_pipelined")
             peak[key] = kit.memory.peak()
-            kit.record(name, "pass", "%.1f epochs/s, %.3g game steps/s, %.2fx the device floor, peak %d MiB" % (
-                row["epochs_per_s"], row["game_steps_per_s"], row["x_floor"], peak[key]), res.seconds, res.log)
+            kit.record(name, "pass", "%.1f epochs/s (%s pipelined), %.3g game steps/s, %.2fx the device floor, "
+                       "peak %d MiB" % (row["epochs_per_s"], _one_decimal(pipelined[p][label]), row["game_steps_per_s"],
+                                        row["x_floor"], peak[key]), res.seconds, res.log)
     kit.data["epochs_per_s"] = {p: epochs.get(p) for p in PRESETS}
     kit.data["epochs_per_s_eager"] = {p: epochs.get(p + "_eager") for p in PRESETS}
     kit.data["epochs_per_s_tf32"] = {p: epochs.get(p + "_tf32") for p in PRESETS}
@@ -161,6 +164,12 @@ def bench_epochs(kit):
     kit.data["game_steps_per_s"] = {p: steps.get(p) for p in PRESETS}
     kit.data["peak_gpu_memory_mib"] = peak
     kit.data["epochs_per_s_by_variant"] = variants
+    # The same epochs with the next one queued before each wait, as grpo train runs them.
+    kit.data["epochs_per_s_pipelined_by_variant"] = pipelined
+
+
+def _one_decimal(x):
+    return "%.1f" % x if x else "-"
 
 
 # Issue 16's goals on one H100, per preset: the epochs/s to reach and the bench_epoch variants
@@ -175,9 +184,12 @@ GOALS = (("small", 1000.0, ("graph", "graph TF32", "graph BF16", "graph unrolled
 def goals(kit):
     """Issue 16's done-when, measured: per preset the fastest allowed variant against its goal.
     Like the PyTorch ratio, a measurement and not a test of correctness: it fails while a goal is
-    missed, and names the variant that came closest (the candidate for the default)."""
+    missed, and names the variant that came closest (the candidate for the default). The goal is
+    held to the waited figure (each epoch launched and waited for), the stricter of bench_epoch's
+    two; the pipelined one (as grpo train queues epochs) is shown beside it."""
     name = "issue 16 goals (small >= 1000, reference bf16 >= 250 epochs/s)"
     variants = kit.data.get("epochs_per_s_by_variant", {})
+    pipelined = kit.data.get("epochs_per_s_pipelined_by_variant", {})
     figures, met, best = [], True, {}
     for p, goal, labels in GOALS:
         got = {label: e for label, e in variants.get(p, {}).items() if label in labels and e}
@@ -185,9 +197,11 @@ def goals(kit):
             why = "dry run" if kit.dry_run else "--quick" if kit.quick else kit.run.why_not or "its runs failed"
             return kit.not_run(name, "no %s figure (%s)" % (p, why))
         label = max(got, key=got.get)
-        best[p] = {"variant": label, "epochs_per_s": got[label], "goal": goal}
+        pipe = pipelined.get(p, {}).get(label)
+        best[p] = {"variant": label, "epochs_per_s": got[label], "epochs_per_s_pipelined": pipe, "goal": goal}
         met = met and got[label] >= goal
-        figures.append("%s %.1f epochs/s (%s) of %.0f" % (p, got[label], label, goal))
+        figures.append("%s %.1f epochs/s (%s; %s pipelined) of %.0f" % (p, got[label], label, _one_decimal(pipe),
+                                                                        goal))
     kit.data["goals"] = best
     return kit.record(name, "pass" if met else "fail", "; ".join(figures))
 

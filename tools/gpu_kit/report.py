@@ -76,6 +76,12 @@ def markdown(doc):
         lines += ["", "Issue 16's goals, the fastest allowed variant against each: " + "; ".join(
             "%s %.1f epochs/s (%s) of %.0f" % (p, g["epochs_per_s"], g["variant"], g["goal"])
             for p, g in doc["goals"].items()) + "."]
+    pipelined = doc.get("epochs_per_s_pipelined_by_variant", {})
+    if any(pipelined.values()):
+        lines += ["", "The same epochs pipelined, the next one queued before each wait as `grpo train` runs them "
+                  "(each figure above waits for its epoch): " + "; ".join(
+                      "%s: %s" % (p, ", ".join("%s %s" % (label, _fmt(e)) for label, e in got.items()))
+                      for p, got in pipelined.items() if got) + "."]
     roll = doc.get("rollout_us_per_step")
     if roll:
         lines += ["", "## The rollout alone, microseconds per game step (small preset, bench_rollout_cuda)", "",
