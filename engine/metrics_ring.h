@@ -9,6 +9,12 @@
 namespace grpo {
 
 constexpr int kMetricsRing = 4;
+// The trainer has at most two epochs in flight (engine/trainer.cpp: epoch e + 1 is launched
+// before epoch e's wait). While the host copies slot e out of pinned memory, epoch e + 1's copy
+// of the whole ring rewrites that slot with the bytes it already holds, as long as the ring has
+// more slots than epochs in flight.
+constexpr int kEpochsInFlight = 2;
+static_assert(kMetricsRing > kEpochsInFlight, "a slot the host reads must not be the device's to write");
 
 // ring[s->epoch % kMetricsRing] = *s.
 void snapshot_metrics_host(const TrainScalars* s, TrainScalars* ring);

@@ -52,17 +52,20 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
   if (capturing != cudaStreamCaptureStatusNone)
     throw CudaError("Blas: first use of a GEMM shape inside a stream capture; run every shape eagerly first");
-  const auto [ta, tb, m, n, k, lda, ldb, ldc, align, bf16] = s;
+  const auto [ta, tb, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, bf16] = s;
   // bf16 operands sum in plain fp32 (CUBLAS_COMPUTE_32F is cuBLASLt's compute type for bf16 A
   // and B with an fp32 C); fp32 operands in TF32 only when asked.
   const cublasComputeType_t compute = !bf16 && tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cudaDataType_t operand = bf16 ? CUDA_R_16BF : CUDA_R_32F;
   Plan p;
   try {
-    const uint32_t a32 = uint32_t(align);
-    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-      CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, attr, &a32, sizeof a32));
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, uint32_t(align_a)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, uint32_t(align_b)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, uint32_t(align_c)},
+        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, uint32_t(align_c)}};  // D is C
+    for (const auto& [attr, bytes] : aligns)
+      CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, attr, &bytes, sizeof bytes));
     CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, compute, CUDA_R_32F));
     const int32_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
@@ -74,14 +77,26 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
     const int rank = options_.heuristic_rank;
     std::vector<cublasLtMatmulHeuristicResult_t> answers(size_t(rank) + 1);
     int found = 0;
-    CUBLAS_CHECK(
-        cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, rank + 1, answers.data(), &found));
     const std::string what = std::string(" for a ") + (bf16 ? "bf16 " : "") + std::to_string(m) + "x" +
-                             std::to_string(n) + "x" + std::to_string(k) + " product";
-    if (found < 1 || answers[0].state != CUBLAS_STATUS_SUCCESS) throw CudaError("cuBLASLt has no algorithm" + what);
-    if (found <= rank || answers[size_t(rank)].state != CUBLAS_STATUS_SUCCESS)
-      throw std::out_of_range("cuBLASLt's heuristic returned " + std::to_string(found) + " answers" + what +
-                              ", none usable at rank " + std::to_string(rank));
+                             std::to_string(n) + "x" + std::to_string(k) + " product (ld " + std::to_string(lda) +
+                             ", " + std::to_string(ldb) + ", " + std::to_string(ldc) + "; operands aligned to " +
+                             std::to_string(align_a) + ", " + std::to_string(align_b) + ", " + std::to_string(align_c) +
+                             " bytes)";
+    const cublasStatus_t asked =
+        cublasLtMatmulAlgoGetHeuristic(handle_, p.desc, p.a, p.b, p.c, p.c, pref_, rank + 1, answers.data(), &found);
+    // The library says NOT_SUPPORTED when no algorithm serves the shape, types and alignments.
+    if (asked == CUBLAS_STATUS_NOT_SUPPORTED) throw CudaError("cuBLASLt has no algorithm" + what);
+    CUBLAS_CHECK(asked);
+    // An answer may come back with a state of its own that is not success: only the usable ones
+    // are ranked.
+    const auto usable_end =
+        std::remove_if(answers.begin(), answers.begin() + std::clamp(found, 0, rank + 1),
+                       [](const cublasLtMatmulHeuristicResult_t& r) { return r.state != CUBLAS_STATUS_SUCCESS; });
+    const int usable = int(usable_end - answers.begin());
+    if (usable < 1) throw CudaError("cuBLASLt has no algorithm" + what);
+    if (usable <= rank)
+      throw std::out_of_range("cuBLASLt's heuristic returned " + std::to_string(usable) + " usable answers" + what +
+                              ", none at rank " + std::to_string(rank));
     p.algo = answers[size_t(rank)].algo;
   } catch (...) {
     if (p.c) cublasLtMatrixLayoutDestroy(p.c);
@@ -94,9 +109,8 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
 }
 
 namespace {
-int shared_alignment(const void* A, const void* B, const void* C) {
-  const uintptr_t bits =
-      reinterpret_cast<uintptr_t>(A) | reinterpret_cast<uintptr_t>(B) | reinterpret_cast<uintptr_t>(C);
+int alignment(const void* p) {
+  const uintptr_t bits = reinterpret_cast<uintptr_t>(p);
   return int(std::min<uintptr_t>(bits & (~bits + 1), 256));  // the lowest set bit, at most 256
 }
 }  // namespace
@@ -126,12 +140,12 @@ Blas::AlgoConfig Blas::last_algorithm() const {
 
 void Blas::gemm(bool ta, bool tb, int m, int n, int k, const float* A, int lda, const float* B, int ldb, float* C,
                 int ldc, bool accumulate, cudaStream_t stream) {
-  run(Shape{ta, tb, m, n, k, lda, ldb, ldc, shared_alignment(A, B, C), 0}, A, B, C, accumulate, stream);
+  run(Shape{ta, tb, m, n, k, lda, ldb, ldc, alignment(A), alignment(B), alignment(C), 0}, A, B, C, accumulate, stream);
 }
 
 void Blas::gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int lda, const Bf16* B, int ldb, float* C,
                      int ldc, bool accumulate, cudaStream_t stream) {
-  run(Shape{ta, tb, m, n, k, lda, ldb, ldc, shared_alignment(A, B, C), 1}, A, B, C, accumulate, stream);
+  run(Shape{ta, tb, m, n, k, lda, ldb, ldc, alignment(A), alignment(B), alignment(C), 1}, A, B, C, accumulate, stream);
 }
 
 // Y[row, col] += bias[col]; one thread per group of 4 columns of a row (float4 when N % 4 == 0).

@@ -89,10 +89,11 @@ class Blas {
   AlgoConfig last_algorithm() const;
 
  private:
-  // ta, tb, m, n, k, lda, ldb, ldc, the alignment in bytes (2 to 256) that A, B and C share (an
-  // algorithm needs its operands at least as aligned as the preference it was chosen under), and
-  // whether A and B are bf16.
-  using Shape = std::array<int, 10>;
+  // ta, tb, m, n, k, lda, ldb, ldc, the alignments in bytes (2 to 256) of A, B and C, each its
+  // own (an algorithm needs each operand at least as aligned as the preference it was chosen
+  // under, and no fp32 C can promise less than 4 bytes, whatever bf16 A and B may), and whether A
+  // and B are bf16.
+  using Shape = std::array<int, 12>;
   void run(const Shape& s, const void* A, const void* B, float* C, bool accumulate, cudaStream_t stream);
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;

@@ -194,6 +194,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   Desc dd;
   Gemm g;
   if (cublasStatus_t s = shape_of(desc, a, b, c, d, &dd, &g)) return s;
+  // Every algorithm needs each operand aligned to at least its element: a promise of less (an
+  // fp32 C at 2 bytes, say) leaves the real library no answer, and it says so with this status.
+  const uint32_t element[4] = {g.bf16 ? 2u : 4u, g.bf16 ? 2u : 4u, 4u, 4u};
+  for (int i = 0; i < 4; ++i)
+    if (p.align[i] < element[i]) return CUBLAS_STATUS_NOT_SUPPORTED;
   const int n = std::min(requested, kGemmAlgos);
   for (int r = 0; r < n; ++r) {
     std::memset(&results[r], 0, sizeof results[r]);

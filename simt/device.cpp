@@ -177,6 +177,20 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
   return set_error(cudaErrorInvalidValue);
 }
 
+// What the emulator knows of a kernel: its dynamic shared-memory limit, and the device's block
+// limits. Its static __shared__ variables are not attributed to kernels (static_shared.cpp finds
+// the executable's, all together), so sharedSizeBytes reads 0; callers take their own count as
+// the least (rollout_cluster.cu).
+cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
+  if (!attr) return set_error(cudaErrorInvalidValue);
+  if (!func) return set_error(cudaErrorInvalidDeviceFunction);
+  *attr = cudaFuncAttributes{};
+  attr->maxThreadsPerBlock = 1024;
+  attr->maxDynamicSharedSizeBytes = int(dynamic_smem_limit(func));
+  attr->ptxVersion = attr->binaryVersion = 90;
+  return cudaSuccess;
+}
+
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
   if (!free_bytes || !total) return set_error(cudaErrorInvalidValue);
   *total = kDeviceMemory;

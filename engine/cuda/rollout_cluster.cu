@@ -193,13 +193,17 @@ struct Plan {
 
 // Dynamic shared memory a block may have: the device's opt-in limit less the static StepShared;
 // 0 where the device runs no clusters.
+template <class T, bool kMma>
 size_t smem_limit() {
   int dev = 0, optin = 0, cluster_launch = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev));
   if (!cluster_launch) return 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  return size_t(std::max(optin - int(sizeof(StepShared)), 0));
+  // The static part as compiled (StepShared and whatever the callees declare), not as counted here.
+  cudaFuncAttributes f{};
+  CUDA_CHECK(cudaFuncGetAttributes(&f, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma>)));
+  return size_t(std::max(optin - int(std::max(f.sharedSizeBytes, sizeof(StepShared))), 0));
 }
 
 // The kernel may ask for up to smem_limit(): always the same value, so a later launch never
@@ -219,8 +223,13 @@ int resident_clusters(const Plan& p) {
   const cudaLaunchConfig_t config =
       cluster_config(dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, nullptr, kClusterBlocks, attr);
   int n = 0;
-  CUDA_CHECK(
-      cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma>), &config));
+  // A device that cannot answer for this configuration (under MPS or MIG, say) holds none: the
+  // rollout then runs stepwise. The error is not sticky; it is cleared so no later check sees it.
+  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma>), &config) !=
+      cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
   return n;
 }
 
@@ -233,7 +242,7 @@ int resident_clusters(const Plan& p) {
 // shared-memory limit on that device.
 template <class T, bool kMma>
 Plan plan_uncached(int N, int H, int D, unsigned clusters) {
-  const size_t width = (size_t(H) + kClusterBlocks - 1) / kClusterBlocks, limit = smem_limit();
+  const size_t width = (size_t(H) + kClusterBlocks - 1) / kClusterBlocks, limit = smem_limit<T, kMma>();
   const auto with = [&](int k) {
     Plan p;
     p.clusters = unsigned(std::clamp(k, 1, N));
@@ -277,7 +286,8 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
   if (p.clusters == 0)
     throw std::invalid_argument("rollout_cluster_cuda: " + std::to_string(first.N) + " games at hidden " +
                                 std::to_string(first.H) + " need more shared memory per block than the " +
-                                std::to_string(smem_limit()) + " bytes the device has, or clusters it cannot hold");
+                                std::to_string(smem_limit<T, kMma>()) +
+                                " bytes the device has, or clusters it cannot hold");
   launch_cluster(rollout_cluster_kernel<T, kMma>, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
                  kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, rollout_step_vec(first));
 }

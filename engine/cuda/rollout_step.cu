@@ -65,6 +65,8 @@ void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s,
                               cudaStream_t stream) {
   if (loop.counters == nullptr || s.obs_next == nullptr)
     throw std::invalid_argument("rollout_step_looped_cuda: needs the counters and a next step");
+  // Without a kernel in the body nothing would clear the loop's condition: the GPU would spin.
+  if (s.N == 0) throw std::invalid_argument("rollout_step_looped_cuda: needs at least one game");
   launch_step(game, s, loop, stream);
 }
 
