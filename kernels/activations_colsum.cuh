@@ -15,6 +15,7 @@
 
 #include "kernels/activations_colsum.h"
 #include "core/launch.h"
+#include "core/vector_access.h"
 
 namespace grpo::colsum {
 
@@ -36,7 +37,7 @@ __device__ __forceinline__ void write_partials(const float (&acc)[NACC][4], int 
   // float4 stores: each quarter warp covers all 32 banks once, no conflicts.
 #pragma unroll
   for (int a = 0; a < NACC; ++a)
-    *reinterpret_cast<float4*>(s + (a * kWarps + warp) * kTileCols + 4 * lane) =
+    *vector_at<float4>(s + (a * kWarps + warp) * kTileCols + 4 * lane) =
         make_float4(acc[a][0], acc[a][1], acc[a][2], acc[a][3]);
   __syncthreads();
   const unsigned col = blockIdx.x * kTileCols + threadIdx.x;

@@ -8,6 +8,7 @@
 
 #include "core/host_device.h"
 #include "kernels/bf16.h"
+#include "core/vector_access.h"
 
 namespace grpo {
 
@@ -16,7 +17,7 @@ inline bool aligned16(const void* p) { return p == nullptr || reinterpret_cast<u
 // Loads p[0 .. n-1] (n <= 4) into v; the rest of v is 0.
 __device__ __forceinline__ void load4(const float* p, unsigned n, bool vec, float (&v)[4]) {
   if (vec && n == 4) {
-    const float4 t = *reinterpret_cast<const float4*>(p);
+    const float4 t = *vector_at<const float4>(p);
     v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
     return;
   }
@@ -26,7 +27,7 @@ __device__ __forceinline__ void load4(const float* p, unsigned n, bool vec, floa
 
 __device__ __forceinline__ void store4(float* p, unsigned n, bool vec, const float (&v)[4]) {
   if (vec && n == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    *vector_at<float4>(p) = make_float4(v[0], v[1], v[2], v[3]);
     return;
   }
 #pragma unroll
@@ -37,8 +38,8 @@ __device__ __forceinline__ void store4(float* p, unsigned n, bool vec, const flo
 // p[0 .. n-1] = v rounded to bf16: one 8-byte store when vec and n == 4 (vec8: p 8-byte aligned).
 __device__ __forceinline__ void store4_bf16(Bf16* p, unsigned n, bool vec8, const float (&v)[4]) {
   if (vec8 && n == 4) {
-    *reinterpret_cast<uint2*>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
-                                              uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+    *vector_at<uint2>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
+                                      uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
     return;
   }
 #pragma unroll

@@ -3,6 +3,7 @@
 
 #include "kernels/adamw.h"
 #include "core/launch.h"
+#include "core/vector_access.h"
 
 namespace grpo {
 namespace {
@@ -19,10 +20,10 @@ __global__ void __launch_bounds__(kAdamWThreads)
   const size_t n4 = n / 4;
   const size_t stride = size_t{gridDim.x} * blockDim.x;
   const size_t tid = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
-  float4* p4 = reinterpret_cast<float4*>(params);
-  const float4* g4 = reinterpret_cast<const float4*>(grads);
-  float4* m4 = reinterpret_cast<float4*>(m);
-  float4* v4 = reinterpret_cast<float4*>(v);
+  float4* p4 = vector_at<float4>(params);
+  const float4* g4 = vector_at<const float4>(grads);
+  float4* m4 = vector_at<float4>(m);
+  float4* v4 = vector_at<float4>(v);
   for (size_t i = tid; i < n4; i += stride) {
     float4 p = p4[i], mm = m4[i], vv = v4[i];
     const float4 g = g4[i];

@@ -3,6 +3,7 @@
 
 #include "kernels/grad_norm.h"
 #include "core/launch.h"
+#include "core/vector_access.h"
 
 namespace grpo {
 namespace {
@@ -26,7 +27,7 @@ __device__ double block_sum_double(double x) {
 __global__ void __launch_bounds__(kGradNormThreads)
     grad_norm_partial_kernel(const float* __restrict__ grads, size_t n, double* __restrict__ partials) {
   const size_t n4 = n / 4;
-  const float4* g4 = reinterpret_cast<const float4*>(grads);
+  const float4* g4 = vector_at<const float4>(grads);
   const size_t stride = size_t{gridDim.x} * blockDim.x;
   const size_t tid = size_t{blockIdx.x} * blockDim.x + threadIdx.x;
   double acc = 0.0;

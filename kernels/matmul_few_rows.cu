@@ -14,6 +14,7 @@
 
 #include "core/launch.h"
 #include "kernels/matmul.h"
+#include "core/vector_access.h"
 
 namespace grpo {
 
@@ -52,9 +53,9 @@ __global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T*
     __syncthreads();
 #pragma unroll 2
     for (int k = 0; k < kTileK; k += 4) {  // k ascending, one fmaf chain per output
-      const float4 w = *reinterpret_cast<const float4*>(&ws[c][k]);
-      const float4 x0 = *reinterpret_cast<const float4*>(&xs[r][k]);
-      const float4 x1 = *reinterpret_cast<const float4*>(&xs[r + 8][k]);
+      const float4 w = *vector_at<const float4>(&ws[c][k]);
+      const float4 x0 = *vector_at<const float4>(&xs[r][k]);
+      const float4 x1 = *vector_at<const float4>(&xs[r + 8][k]);
       acc0 = fmaf(x0.x, w.x, acc0), acc1 = fmaf(x1.x, w.x, acc1);
       acc0 = fmaf(x0.y, w.y, acc0), acc1 = fmaf(x1.y, w.y, acc1);
       acc0 = fmaf(x0.z, w.z, acc0), acc1 = fmaf(x1.z, w.z, acc1);

@@ -1,5 +1,6 @@
 // The rng_fill test kernel (kernels/rng_check.h): one thread per (step, index, block) counter.
 #include "core/launch.h"
+#include "core/vector_access.h"
 #include "kernels/rng_check.h"
 
 namespace grpo {
@@ -23,8 +24,8 @@ void rng_fill_cuda(uint32_t* out, uint64_t seed, Purpose purpose, uint32_t epoch
                    uint32_t n_block, cudaStream_t stream) {
   const size_t total = size_t{n_step} * n_index * n_block;
   if (total == 0) return;
-  launch(rng_fill_kernel, dim3(ceil_div(total, 128)), dim3(128), 0, stream, reinterpret_cast<uint4*>(out), seed,
-         purpose, epoch, n_step, n_index, n_block);
+  launch(rng_fill_kernel, dim3(ceil_div(total, 128)), dim3(128), 0, stream, vector_at<uint4>(out), seed, purpose, epoch,
+         n_step, n_index, n_block);
 }
 
 }  // namespace grpo

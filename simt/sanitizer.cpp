@@ -336,6 +336,8 @@ inline void access(const void* p, size_t n, bool read, bool write, bool atomic, 
 
 }  // namespace
 
+void san_launch_end() { g_k = nullptr; }
+
 void san_launch_begin(const KernelLaunch& k) {
   g_k = &k;
   g_nthreads = size_t(k.block.x) * k.block.y * k.block.z;
@@ -434,6 +436,21 @@ void san_device_freed(uintptr_t lo, size_t n) {
 }
 
 }  // namespace simt::detail
+
+void simt::check_vector_access(const void* p, size_t bytes) {
+  using namespace detail;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  if (bytes == 0 || a % bytes == 0) return;
+  char buf[192];
+  std::snprintf(buf, sizeof buf,
+                "misaligned vector access: %zu bytes at 0x%" PRIxPTR
+                " (a GPU faults unless it is a "
+                "multiple of %zu)",
+                bytes, a, bytes);
+  if (!g_k) fatal(std::string(buf) + ", in host code");
+  report(buf, now_access(0, static_cast<const char*>(__builtin_return_address(0)) - 1), "access", nullptr, nullptr,
+         nullptr);
+}
 
 bool simt::set_checks(bool on) {
   const bool was = detail::checks_on();

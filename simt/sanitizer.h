@@ -25,6 +25,7 @@ constexpr size_t kSharedRedzone = 256;
 
 // Scheduler events. Threads are named by their linear index in the block.
 void san_launch_begin(const KernelLaunch& k);
+void san_launch_end();  // no kernel runs until the next san_launch_begin
 void san_block_begin(size_t block_linear, unsigned char* dyn_smem, size_t dyn_bytes);
 void san_barrier_released();  // every live thread of the block passed one barrier
 // Cluster launches: the running block's state is parked in slot i (its index in the cluster)

@@ -489,6 +489,7 @@ void run_kernel(const KernelLaunch& k) {
   }
   for (Block& B : g_blocks) B.current = nullptr;
   g_cur = &g_blocks[0];
+  san_launch_end();
 }
 
 uint64_t schedule_random() { return next_random(); }

@@ -50,6 +50,11 @@ uint64_t mma_products();
 // The calling block's dynamic shared memory arena (poisoned with 0xFF bytes at block start).
 void* dynamic_shared();
 
+// A vector access (float4, uint2, ...) of `bytes` at p, from a kernel: a GPU faults unless p is
+// a multiple of `bytes`. g++ splits such an access into its scalar fields, which the memory checks
+// see as aligned 4-byte ones, so core/vector_access.h asks here. Aborts with a report if not.
+void check_vector_access(const void* p, size_t bytes);
+
 namespace detail {
 
 struct KernelLaunch {

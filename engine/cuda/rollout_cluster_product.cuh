@@ -15,6 +15,7 @@
 #include "core/mma.cuh"
 #include "engine/cuda/rollout_step_block.cuh"
 #include "kernels/bf16.h"
+#include "core/vector_access.h"
 
 namespace grpo::rollout_cluster_detail {
 
@@ -34,11 +35,11 @@ __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
 // Four consecutive elements of a shared-memory row, 16-byte (fp32) or 8-byte (bf16) aligned.
 __device__ __forceinline__ void load4_smem(const float* p, float (&v)[4]) {
-  const float4 t = *reinterpret_cast<const float4*>(p);
+  const float4 t = *vector_at<const float4>(p);
   v[0] = t.x, v[1] = t.y, v[2] = t.z, v[3] = t.w;
 }
 __device__ __forceinline__ void load4_smem(const Bf16* p, float (&v)[4]) {
-  const uint2 t = *reinterpret_cast<const uint2*>(p);
+  const uint2 t = *vector_at<const uint2>(p);
   v[0] = to_float(Bf16{uint16_t(t.x & 0xFFFFu)}), v[1] = to_float(Bf16{uint16_t(t.x >> 16)});
   v[2] = to_float(Bf16{uint16_t(t.y & 0xFFFFu)}), v[3] = to_float(Bf16{uint16_t(t.y >> 16)});
 }
@@ -47,15 +48,15 @@ __device__ __forceinline__ void load4_smem(const Bf16* p, float (&v)[4]) {
 // p may lie in another block's shared memory (rollout_cluster.cu's staged h1 rows).
 __device__ __forceinline__ void store4_smem(float* p, unsigned n, const float (&v)[4]) {
   if (n == 4) {
-    *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+    *vector_at<float4>(p) = make_float4(v[0], v[1], v[2], v[3]);
     return;
   }
   for (unsigned k = 0; k < n; ++k) p[k] = v[k];
 }
 __device__ __forceinline__ void store4_smem(Bf16* p, unsigned n, const float (&v)[4]) {
   if (n == 4) {
-    *reinterpret_cast<uint2*>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
-                                              uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+    *vector_at<uint2>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
+                                      uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
     return;
   }
   for (unsigned k = 0; k < n; ++k) p[k] = to_bf16(v[k]);

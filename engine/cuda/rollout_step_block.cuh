@@ -18,6 +18,7 @@
 #include "kernels/layernorm.h"
 #include "kernels/policy_head.h"
 #include "kernels/welford.cuh"
+#include "core/vector_access.h"
 
 namespace grpo::rollout_step_detail {
 
@@ -130,7 +131,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
       float4 wv[kObsChunk];
 #pragma unroll
       for (int i = 0; i < kObsChunk; ++i)
-        wv[i] = j0 + i < D ? *reinterpret_cast<const float4*>(wt + size_t(j0 + i) * pitch) : float4{};
+        wv[i] = j0 + i < D ? *vector_at<const float4>(wt + size_t(j0 + i) * pitch) : float4{};
 #pragma unroll
       for (int i = 0; i < kObsChunk; ++i) {
         if (j0 + i >= D) break;
