@@ -1,12 +1,14 @@
 // Y = X W^T (+ bias) for products with few rows: the rollout's fc1 at the small preset (136 x 512
-// x 512) gives cuBLASLt's fp32 tiles a handful of thread blocks on 132 SMs, and the H100 ran it at
-// 13.7 us, 5 TFLOP/s (bench/README.md). Here each block owns a 16-row x 32-column tile of Y, so
-// 136 x 512 is 9 x 16 = 144 blocks: every SM busy, W read once per row tile (from L2 after the
-// first), X once per column tile. The K dimension goes through shared memory 32 at a time; each
-// of the 256 threads sums two outputs (rows r and r + 8 of its column) in ascending k with fmaf,
-// four k of each operand per shared-memory load. A result does not depend on the schedule: graph
-// replays and eager runs agree bit for bit, and so does the cluster rollout's product
-// (engine/cuda/rollout_cluster.cu), which runs the same chains.
+// x 512) gives cuBLASLt's fp32 tiles a handful of thread blocks on 132 SMs (5 TFLOP/s on an
+// H100). Here each block owns a 16-row x 32-column tile of Y, so 136 x 512 is 9 x 16 = 144
+// blocks: every SM busy, W read once per row tile (from L2 after the first), X once per column
+// tile. K goes through shared memory 128 at a time, and each thread loads its share of the next
+// 128 into registers before it sums the current one: with about one block an SM nothing else
+// hides a load's L2 round trip, so only the first is waited for. Each of the 256 threads sums two
+// outputs (rows r and r + 8 of its column) in ascending k with fmaf, four k of each operand per
+// shared-memory load. A result does not depend on the schedule: graph replays and eager runs
+// agree bit for bit, and so does the cluster rollout's product (engine/cuda/rollout_cluster.cu),
+// which runs the same chains.
 // The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
 // fp32 tiles and sums the same way: half the bytes of W from L2.
 #include <stdexcept>
@@ -20,15 +22,18 @@ namespace grpo {
 
 namespace {
 
-constexpr int kTileRows = 16, kTileCols = 32, kTileK = 32, kThreads = 256;
+constexpr int kTileRows = 16, kTileCols = 32, kTileK = 128, kThreads = 256;
+// One thread's share of a K tile: kXLoads of X's and kWLoads of W's elements.
+constexpr int kXLoads = kTileRows * kTileK / kThreads, kWLoads = kTileCols * kTileK / kThreads;
+static_assert(kTileRows * kTileK % kThreads == 0 && kTileCols * kTileK % kThreads == 0, "whole shares");
 
 __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
 
 template <class T>
-__global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T* __restrict__ W,
-                                               const float* __restrict__ bias, float* __restrict__ Y, int M, int N,
-                                               int K, const uint32_t* step) {
+__global__ void __launch_bounds__(kThreads, 2)
+    linear_forward_few_rows_kernel(const T* __restrict__ X, const T* __restrict__ W, const float* __restrict__ bias,
+                                   float* __restrict__ Y, int M, int N, int K, const uint32_t* step) {
   if (step) {  // rows step*M.. of X and Y, the step read now (a graph loop's body)
     const size_t s = *step;
     X += s * size_t(M) * K;
@@ -40,18 +45,35 @@ __global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T*
   __shared__ __align__(16) float ws[kTileCols][kTileK + 4];
   const int row0 = blockIdx.y * kTileRows, col0 = blockIdx.x * kTileCols;
   const int tid = threadIdx.x, c = tid % kTileCols, r = tid / kTileCols;  // r in 0..7
+  // A thread loads k kk of rows rr, rr + kRowStep, ... of the tile: a warp's loads are 32
+  // consecutive k of one row. Past M, N or K the tile holds zeros.
+  constexpr int kRowStep = kThreads / kTileK;
+  const int kk = tid % kTileK, rr = tid / kTileK;
+  float xr[kXLoads], wr[kWLoads];
+  const auto fetch = [&](int k0) {
+    const int gk = k0 + kk;
+    const bool in_k = gk < K;
+#pragma unroll
+    for (int j = 0; j < kXLoads; ++j) {
+      const int gr = row0 + rr + j * kRowStep;
+      xr[j] = in_k && gr < M ? widen(X[size_t(gr) * K + gk]) : 0.f;
+    }
+#pragma unroll
+    for (int j = 0; j < kWLoads; ++j) {
+      const int gn = col0 + rr + j * kRowStep;
+      wr[j] = in_k && gn < N ? widen(W[size_t(gn) * K + gk]) : 0.f;
+    }
+  };
   float acc0 = 0.f, acc1 = 0.f;
+  fetch(0);
   for (int k0 = 0; k0 < K; k0 += kTileK) {
-    for (int i = tid; i < kTileRows * kTileK; i += kThreads) {
-      const int gr = row0 + i / kTileK, gk = k0 + i % kTileK;
-      xs[i / kTileK][i % kTileK] = gr < M && gk < K ? widen(X[size_t(gr) * K + gk]) : 0.f;
-    }
-    for (int i = tid; i < kTileCols * kTileK; i += kThreads) {
-      const int gn = col0 + i / kTileK, gk = k0 + i % kTileK;
-      ws[i / kTileK][i % kTileK] = gn < N && gk < K ? widen(W[size_t(gn) * K + gk]) : 0.f;
-    }
+#pragma unroll
+    for (int j = 0; j < kXLoads; ++j) xs[rr + j * kRowStep][kk] = xr[j];
+#pragma unroll
+    for (int j = 0; j < kWLoads; ++j) ws[rr + j * kRowStep][kk] = wr[j];
     __syncthreads();
-#pragma unroll 2
+    if (k0 + kTileK < K) fetch(k0 + kTileK);  // in flight while this tile is summed
+#pragma unroll 4
     for (int k = 0; k < kTileK; k += 4) {  // k ascending, one fmaf chain per output
       const float4 w = *vector_at<const float4>(&ws[c][k]);
       const float4 x0 = *vector_at<const float4>(&xs[r][k]);
@@ -73,7 +95,7 @@ __global__ void linear_forward_few_rows_kernel(const T* __restrict__ X, const T*
 }  // namespace
 
 bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32) {
-  return !tf32 && M >= 1 && M <= kFewRowsMax && N >= kTileCols && K >= kTileK;
+  return !tf32 && M >= 1 && M <= kFewRowsMax && N >= kTileCols && K >= 32;
 }
 
 namespace {

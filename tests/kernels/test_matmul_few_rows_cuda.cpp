@@ -1,6 +1,8 @@
 // The few-row product (kernels/matmul_few_rows.cu) against the host twin (OpenBLAS): ragged
 // tiles in every dimension, with and without bias, nothing written outside Y (a poisoned guard
-// after it), the same bits on every call, and linear_forward_cuda taking it exactly where
+// after it), the bits of its documented sum (one fmaf chain per output in ascending k, then the
+// bias: the cluster rollout's product relies on it), the same bits on every call, and
+// linear_forward_cuda taking it exactly where
 // linear_forward_takes_few_rows says. Fresh inputs each run; the seed is printed on failure.
 #include <cmath>
 #include <cstring>
@@ -24,8 +26,9 @@ TEST(MatmulFewRowsCuda, MatchesHostWithRaggedTilesAndWritesOnlyY) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
   uint64_t s = seed;
   // Small, because the emulator runs every shared-memory access through its checks: ragged in
-  // rows (19: a partial tile of 16), columns (33, 35) and the sum (40, 70: partial chunks of 32).
-  const Shape shapes[] = {{19, 33, 40}, {17, 35, 70}, {1, 32, 32}, {5, 3, 7}};
+  // rows (19: a partial tile of 16), columns (33, 35) and the sum (40, 70: a partial chunk of 128;
+  // 300: two whole chunks, each loaded while the one before is summed, and a partial one).
+  const Shape shapes[] = {{19, 33, 40}, {17, 35, 70}, {1, 32, 32}, {5, 3, 7}, {9, 33, 300}};
   for (const Shape& sh : shapes) {
     const auto X = random_floats(size_t(sh.M) * sh.K, ++s), W = random_floats(size_t(sh.N) * sh.K, ++s);
     const auto b = random_floats(sh.N, ++s);
@@ -42,6 +45,14 @@ TEST(MatmulFewRowsCuda, MatchesHostWithRaggedTilesAndWritesOnlyY) {
       const std::vector<float> y(got.begin(), got.begin() + long(want.size()));
       EXPECT_TRUE(all_close(y, want));
       EXPECT_LE(rel_l2(y, want), 1e-5);
+      std::vector<float> chain(want.size());
+      for (int m = 0; m < sh.M; ++m)
+        for (int n = 0; n < sh.N; ++n) {
+          float acc = 0.f;
+          for (int k = 0; k < sh.K; ++k) acc = std::fmaf(X[size_t(m) * sh.K + k], W[size_t(n) * sh.K + k], acc);
+          chain[size_t(m) * sh.N + n] = acc + (with_bias ? b[n] : 0.f);
+        }
+      EXPECT_EQ(std::memcmp(y.data(), chain.data(), y.size() * sizeof(float)), 0) << "not the ascending fmaf chain";
       for (size_t i = want.size(); i < got.size(); ++i) ASSERT_TRUE(std::isnan(got[i])) << "wrote past Y at " << i;
       if (&sh != &shapes[0]) continue;
       linear_forward_few_rows_cuda(dX.get(), dW.get(), with_bias ? db.get() : nullptr, dY.get(), sh.M, sh.N, sh.K,
