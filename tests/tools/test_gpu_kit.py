@@ -396,6 +396,42 @@ with open(a[a.index("--output-junit") + 1], "w") as f:
         self.assertEqual(check["detail"], ["SKIPPED C"])
 
 
+class Sanitizers(unittest.TestCase):
+    """A stand-in compute-sanitizer that logs its arguments and reports a clean run: racecheck,
+    and only racecheck, keeps clear of graphs with a WHILE node."""
+    FAKE = """\
+import os, sys
+with open(os.environ["SANITIZER_LOG"], "a") as f:
+    f.write(" ".join(sys.argv[1:]) + "\\n")
+tool = sys.argv[sys.argv.index("--tool") + 1]
+print("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" if tool == "racecheck"
+      else "========= ERROR SUMMARY: 0 errors")
+"""
+
+    def test_racecheck_runs_no_loop_graph_and_only_the_cluster_kernel(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit(d)
+            kit.build = os.path.join(d, "bin")
+            for name in ("grpo", "test_kernels_cuda", "test_engine_cuda"):
+                _stand_in(kit.build, name, "")
+            path, log = os.path.join(d, "path"), os.path.join(d, "calls.log")
+            _stand_in(path, "compute-sanitizer", self.FAKE)
+            kit.run.env["PATH"] = path + os.pathsep + kit.run.env.get("PATH", "")
+            kit.run.env["SANITIZER_LOG"] = log
+            checks_sanity.sanitizers(kit)
+            with open(log) as f:
+                calls = f.read().splitlines()
+        self.assertEqual([c["status"] for c in kit.checks], ["pass"] * 4)
+        self.assertEqual(len(calls), 16)
+        for call in calls:
+            race = "--tool racecheck" in call
+            cluster = "RolloutClusterCuda" in call
+            train = " train " in call
+            self.assertEqual("--kernel-name kns=rollout_cluster_kernel" in call, race and cluster, call)
+            if train:
+                self.assertIn("--batch-size 16" if race else "--batch-size 2", call)
+
+
 class Budget(unittest.TestCase):
     def test_a_step_past_the_budget_is_not_run_not_failed(self):
         with tempfile.TemporaryDirectory() as d:

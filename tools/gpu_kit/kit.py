@@ -11,6 +11,10 @@ TINY = ["--screen-width", "6", "--screen-height", "6", "--min-interval-steps", "
 # A short run for the sanitizers: a wider policy than TINY so the kernels run more than one block.
 SHORT = ["--hidden-size", "64", "--batch-size", "2", "--max-steps", "16", "--seed", "7", "--patience", "0",
          "--save-checkpoint-per-num-epoch", "-1"]
+# The same with 16 replicas, 272 games: past the few-row product's 256, so the epoch graph holds
+# no WHILE node. racecheck crashed (SIGSEGV) replaying a graph with one, and reported hazards
+# between different kernels of its body as if they shared a block (an H200, 2026-11-26).
+SHORT_NO_LOOP = SHORT[:2] + ["--batch-size", "16"] + SHORT[4:]
 
 
 class Kit:
