@@ -141,9 +141,10 @@ int main(int argc, char** argv) {
       app.add_option("--precision", precision, "the CUDA executor's products (grpo train --precision)")
           ->check(CLI::IsMember({"fp32", "tf32", "bf16"}));
   app.add_flag("--tf32", tf32, "the same as --precision tf32")->excludes(precision_opt);
-  std::string rollout_loop = "on";
+  std::string rollout_loop = "off";
   app.add_option("--rollout-loop", rollout_loop,
-                 "on: the graph's rollout as one WHILE node where it can (the default); off: two nodes a step")
+                 "on: the graph's rollout as one WHILE node where it can (grpo train --rollout-loop); off: two "
+                 "nodes a step (the default)")
       ->check(CLI::IsMember({"on", "off"}));
   std::string rollout_cluster = "off";
   app.add_option("--cluster-rollout", rollout_cluster,

@@ -14,7 +14,7 @@ struct TrainFlags {
   TrainConfig cfg;
   std::string preset = "reference";
   bool no_graph = false;
-  bool no_rollout_loop = false;
+  bool rollout_loop = false;
   std::string backend = "auto";
   std::string algo = "reference";
   std::string lr_schedule;  // empty: the algorithm's default

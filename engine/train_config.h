@@ -46,10 +46,11 @@ struct TrainConfig {
   Backend backend = Backend::Auto;
   bool use_graph = true;                  // false: --no-graph (eager, per-phase NVTX ranges)
   Precision precision = Precision::Fp32;  // --precision: the CUDA executor's products (kernels/precision.h)
-  // The CUDA executor's graph holds the rollout's steps as one WHILE node where the product takes
-  // the few-row kernel (engine/cuda/rollout_loop_cuda.cpp); false unrolls them, two nodes a step
-  // (--no-rollout-loop; bench_epoch --rollout-loop off compares the two).
-  bool rollout_loop = true;
+  // true: the CUDA executor's graph holds the rollout's steps but the last as one WHILE node where
+  // the product takes the few-row kernel (engine/cuda/rollout_loop_cuda.cpp), 12x fewer nodes;
+  // false: two nodes a step. Off by default: on an H200 a trip of the loop took ~5 us longer than
+  // its two nodes unrolled (bench/README.md); --rollout-loop, bench_epoch --rollout-loop on.
+  bool rollout_loop = false;
   // The whole rollout as one kernel of thread-block clusters where it fits (sm_90, the few-row
   // product's shapes: engine/cuda/rollout_cluster.h), eagerly and in the graph; the same run bit
   // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off by default until a GPU has

@@ -49,12 +49,13 @@ class CudaOps final : public Ops {
                                  const DropoutSpec& d) override;
   void bias_gelu_dropout_backward(const float* dout, const float* a, const float* bias, float* da, float* dbias, int M,
                                   int N, const DropoutSpec& d, float* scratch) override;
-  // Eagerly, the default (ops.cpp). Under capture, when the rollout's product takes the few-row
-  // kernel (the small preset), every step but the last becomes one WHILE node whose body is that
-  // product and the fused step, each reading the step from a device counter
-  // (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes for T - 1 steps instead of 2 (T - 1).
-  // With set_rollout_cluster(true), where rollout_cluster_fits, eagerly or not: games_reset, the
-  // trunk of step 0 and one kernel for all T steps (engine/cuda/rollout_cluster.cu).
+  // Eagerly, the default (ops.cpp). Under capture with set_rollout_loop(true), when the
+  // rollout's product takes the few-row kernel (the small preset), every step but the last
+  // becomes one WHILE node whose body is that product and the fused step, each reading the step
+  // from a device counter (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes for T - 1
+  // steps instead of 2 (T - 1). With set_rollout_cluster(true), where rollout_cluster_fits,
+  // eagerly or not: games_reset, the trunk of step 0 and one kernel for all T steps
+  // (engine/cuda/rollout_cluster.cu).
   void rollout(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
@@ -84,7 +85,8 @@ class CudaOps final : public Ops {
   void range_pop() override;
   // Ranges are on in eager mode only: inside a capture they would fire once, not on replay.
   void set_ranges(bool on) { ranges_ = on; }
-  // TrainConfig::rollout_loop: off captures the rollout step by step, as eager mode runs it.
+  // TrainConfig::rollout_loop: on captures the rollout as a WHILE node where it can; off (the
+  // default) step by step, as eager mode runs it.
   void set_rollout_loop(bool on) { rollout_loop_ = on; }
   // TrainConfig::rollout_cluster: the whole rollout as one cluster kernel where it fits;
   // tensor_cores (TrainConfig::rollout_cluster_mma): its product on bf16 tensor cores (bf16 runs
@@ -108,7 +110,7 @@ class CudaOps final : public Ops {
   Blas& blas_;
   cudaStream_t stream_;
   bool ranges_ = false;
-  bool rollout_loop_ = true;
+  bool rollout_loop_ = false;
   bool rollout_cluster_ = false;
   bool cluster_mma_ = false;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters

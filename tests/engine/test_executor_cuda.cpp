@@ -65,10 +65,10 @@ TEST(ExecutorCuda, InfoGraphCapturesAfterAWarmUp) {
   EXPECT_EQ(out.find("graph nodes        n/a"), std::string::npos) << out;
 }
 
-// At hidden 32 the rollout's product takes the few-row kernel: the graph holds the steps as one
-// WHILE node, so it has fewer nodes than it runs; --no-rollout-loop captures them unrolled, as
-// many nodes as runs, and that many more nodes than the loop's graph; --cluster-rollout makes the
-// six steps one kernel node, in place of the loop's memset, WHILE node and last step.
+// At hidden 32 the rollout's product takes the few-row kernel: by default the graph holds its
+// steps unrolled, as many nodes as runs; --rollout-loop holds them as one WHILE node, so fewer
+// nodes than it runs (--no-rollout-loop is the default again); --cluster-rollout makes the six
+// steps one kernel node, in place of the loop's memset, WHILE node and last step.
 TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
   GRPO_REQUIRE_DEVICE();
   const auto sizes = [](const std::string& extra) {
@@ -85,8 +85,9 @@ TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
     runs = std::stoul(out.substr(semi + 1));
     return std::pair{nodes, runs};
   };
-  const auto [loop_nodes, loop_runs] = sizes("");
-  const auto [flat_nodes, flat_runs] = sizes("--no-rollout-loop");
+  const auto [loop_nodes, loop_runs] = sizes("--rollout-loop");
+  const auto [flat_nodes, flat_runs] = sizes("");
+  EXPECT_EQ(sizes("--no-rollout-loop"), std::pair(flat_nodes, flat_runs));
   EXPECT_EQ(loop_runs, loop_nodes - 2 + 2 * 5) << "a body of two nodes, five trips";
   EXPECT_EQ(flat_nodes, flat_runs);
   EXPECT_EQ(flat_nodes, loop_runs - 2) << "unrolled: no memset of the counters, no WHILE node";

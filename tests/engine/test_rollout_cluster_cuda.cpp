@@ -121,9 +121,10 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   EXPECT_EQ(graph.loop.nodes, 0u) << "no WHILE node";
   expect_same_without_h0(c, graph.arena, run_rollout(c, image, slabs, true, 1, nullptr, false).arena,
                          "replayed without h0");
-  // The steps' graph: games_reset and the trunk, then the WHILE node and its counters' memset
-  // and the last step's two nodes (one step: its two nodes); here the one kernel.
+  // The steps' graph as a loop: games_reset and the trunk, then the WHILE node and its counters'
+  // memset and the last step's two nodes (one step: its two nodes); here the one kernel.
   c.rollout_cluster = c.rollout_cluster_mma = false;
+  c.rollout_loop = true;
   const Outcome stepwise_graph = run_rollout(c, image, slabs, true, 1);
   EXPECT_EQ(graph.top_nodes, stepwise_graph.top_nodes - (c.max_steps >= 2 ? 3 : 1));
 }

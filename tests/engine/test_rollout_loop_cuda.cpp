@@ -14,6 +14,7 @@ namespace grpo::test {
 namespace {
 
 void expect_loop_matches_eager(TrainConfig c) {
+  c.rollout_loop = true;
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
                                     << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
@@ -74,6 +75,7 @@ TEST(RolloutLoopCuda, Tf32KeepsTheUnrolledSteps) {
   c.hidden_size = 32;
   c.max_steps = 3;
   c.precision = Precision::Tf32;
+  c.rollout_loop = true;  // asked for, and not taken
   c.seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << c.seed);
   const std::vector<float> slabs = random_slabs(c, c.seed);

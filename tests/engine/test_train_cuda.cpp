@@ -81,16 +81,17 @@ TEST(TrainCuda, GrpoGraphReplayEqualsEagerBitForBit) {
   expect_graph_equals_eager(tiny_grpo_config());
 }
 
-// From hidden 32 the rollout's product takes the few-row kernel, and the graph holds every
-// rollout step but the last as one WHILE node (engine/cuda/rollout_loop_cuda.cpp): its body's two
-// nodes run T - 1 times per replay, and the run is the eager one bit for bit.
+// From hidden 32 the rollout's product takes the few-row kernel, and with rollout_loop the graph
+// holds every rollout step but the last as one WHILE node (engine/cuda/rollout_loop_cuda.cpp):
+// its body's two nodes run T - 1 times per replay, and the run is the eager one bit for bit.
 TEST(TrainCuda, GraphWithTheRolloutLoopEqualsEagerBitForBit) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   c.hidden_size = 32;
+  c.rollout_loop = true;
   const Executor::GraphSize looped = expect_graph_equals_eager(c);
   EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
-  c.rollout_loop = false;  // the same epoch unrolled: two nodes a step
+  c.rollout_loop = false;  // the same epoch unrolled (the default): two nodes a step
   const Executor::GraphSize unrolled = expect_graph_equals_eager(c);
   EXPECT_EQ(unrolled.runs, unrolled.nodes);
   EXPECT_EQ(unrolled.nodes, looped.runs - 2) << "unrolled, the memset and the WHILE node go";
@@ -100,6 +101,7 @@ TEST(TrainCuda, GrpoBf16GraphWithTheRolloutLoopEqualsEagerBitForBit) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = bf16(tiny_grpo_config());
   c.hidden_size = 32;
+  c.rollout_loop = true;
   const Executor::GraphSize looped = expect_graph_equals_eager(c);
   EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
 }

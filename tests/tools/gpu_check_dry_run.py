@@ -52,7 +52,7 @@ expect(sorted(passed) == sorted(build + ["programs present"]),
 wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, bit for bit)",
           "cuda executor == host executor (3 epochs)", "cuda executor == host executor (3 epochs, TF32)",
           "cuda executor == host executor (3 epochs, BF16)", "bench_epoch reference graph BF16",
-          "bench_epoch small graph unrolled", "bench_rollout_cuda (us per step, small)", "bench_epoch small graph cluster", "bench_epoch small graph cluster BF16", "bench_epoch small graph cluster BF16 mma",
+          "bench_epoch small graph WHILE loop", "bench_rollout_cuda (us per step, small)", "bench_epoch small graph cluster", "bench_epoch small graph cluster BF16", "bench_epoch small graph cluster BF16 mma",
           "compute-sanitizer memcheck", "compute-sanitizer racecheck", "compute-sanitizer synccheck",
           "compute-sanitizer initcheck", "grpo info --graph (small)", "grpo info --graph (reference)",
           "bench_kernels_cuda (small and reference shapes)", "bench_epoch small graph", "bench_epoch reference graph",
@@ -63,8 +63,9 @@ for w in wanted:
     expect(w in checks, "check %r missing" % w)
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.
 for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racecheck", "bench_epoch --preset reference",
-             "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop off",
+             "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop on",
              "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*",
+             "--kernel-name kns=rollout_cluster_kernel", "--batch-size 16",
              "bench_gemm_algos_cuda --ranks 8"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)
 expect(md.startswith("# GPU check: none"), "report title")

@@ -59,17 +59,17 @@ def markdown(doc):
     steps = doc.get("game_steps_per_s", {})
     eager, tf32 = doc.get("epochs_per_s_eager", {}), doc.get("epochs_per_s_tf32", {})
     bf16 = doc.get("epochs_per_s_bf16", {})
-    grpo, unrolled = doc.get("epochs_per_s_grpo", {}), doc.get("epochs_per_s_unrolled", {})
+    grpo, loop = doc.get("epochs_per_s_grpo", {}), doc.get("epochs_per_s_loop", {})
     cluster, cluster_bf16 = doc.get("epochs_per_s_cluster", {}), doc.get("epochs_per_s_cluster_bf16", {})
     cluster_mma = doc.get("epochs_per_s_cluster_mma", {})
     lines += ["", "## Epochs per second (training included)", "",
               "| preset | engine graph | engine eager | engine graph TF32 | engine graph BF16 | "
-              "engine graph, rollout unrolled | engine graph, cluster rollout (fp32 / BF16 / BF16 mma) | "
+              "engine graph, rollout as a WHILE loop | engine graph, cluster rollout (fp32 / BF16 / BF16 mma) | "
               "engine graph `--algo grpo` | game steps/s (graph) | PyTorch best | engine / PyTorch |",
               "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for p in ("small", "reference"):
         lines.append("| %s | %s | %s | %s | %s | %s | %s / %s / %s | %s | %s | %s | %s |" % (
-            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(unrolled.get(p)),
+            p, _fmt(eps.get(p)), _fmt(eager.get(p)), _fmt(tf32.get(p)), _fmt(bf16.get(p)), _fmt(loop.get(p)),
             _fmt(cluster.get(p)), _fmt(cluster_bf16.get(p)), _fmt(cluster_mma.get(p)), _fmt(grpo.get(p)), _fmt(steps.get(p), "%.3g"),
             _fmt(teps.get(p)), _fmt(ratio.get(p), "%.2fx")))
     if doc.get("goals"):
