@@ -23,7 +23,8 @@ CASES = (
      ("rollout_step_kernel", "head_loss_fused_kernel", "layernorm_input_onepass_kernel")),
 )
 
-SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats")
+# SourceCounters: the warp-state samples per SASS instruction (the source page, read_source).
+SECTIONS = ("SpeedOfLight", "Occupancy", "LaunchStats", "MemoryWorkloadAnalysis", "WarpStateStats", "SourceCounters")
 
 # (column title, raw metric, scale, format): the figures the summary shows.
 FIGURES = (
@@ -107,4 +108,61 @@ def markdown(rows):
     for r in rows:
         cells = [(fmt % r[t]) if r.get(t) is not None else "-" for t, _, _, fmt in FIGURES]
         lines.append("| %s | %s | %s | %s |" % (r["case"], r["kernel"], " | ".join(cells), r.get("stalls") or "-"))
+    return "\n".join(lines) + "\n"
+
+
+SAMPLES = "Warp Stall Sampling (All Samples)"
+SAMPLE_REASON = re.compile(r"^stall_(\w+)$")  # the per-reason columns; "(Not Issued)" ones excluded
+
+
+def read_source(text, top=3):
+    """`ncu --import R --page source --csv --print-source sass`: where a kernel's warp-state
+    samples fall. {"instructions", "samples", "executed" (warp instructions), "reasons": [(name,
+    share of samples)] largest first, "hottest": [(index, SASS, share, largest reason)] top
+    `top`}. ValueError when the text is not that page."""
+    rows = list(csv.reader(io.StringIO(text)))
+    start = next((i for i, r in enumerate(rows) if SAMPLES in r and "Source" in r), None)
+    if start is None:
+        raise ValueError("no source page (no '%s' column)" % SAMPLES)
+    header = rows[start]
+    at = {h: i for i, h in enumerate(header)}
+    reasons = [(h, m.group(1)) for h, m in ((h, SAMPLE_REASON.match(h)) for h in header) if m]
+    executed = at.get("Instructions Executed")
+    total, per_reason, per_row, count, warp_instructions = 0, {}, [], 0, 0
+    for r in rows[start + 1:]:
+        if len(r) != len(header):
+            continue
+        count += 1
+        n = _number(r[at[SAMPLES]]) or 0.0
+        total += n
+        if executed is not None:
+            warp_instructions += _number(r[executed]) or 0.0
+        mine = {name: _number(r[at[h]]) or 0.0 for h, name in reasons}
+        for name, v in mine.items():
+            per_reason[name] = per_reason.get(name, 0.0) + v
+        top_reason = max(mine.items(), key=lambda kv: kv[1])[0] if mine and max(mine.values()) > 0 else "-"
+        per_row.append((n, count - 1, r[at["Source"]].strip(), top_reason))
+    if count == 0:
+        raise ValueError("the source page lists no instruction")
+    share = (lambda v: v / total) if total else (lambda v: 0.0)
+    hottest = sorted(per_row, key=lambda x: (-x[0], x[1]))[:top]
+    return {"instructions": count, "samples": total, "executed": warp_instructions,
+            "reasons": [(k, share(v)) for k, v in sorted(per_reason.items(), key=lambda kv: -kv[1]) if v > 0],
+            "hottest": [(i, sass, share(n), why) for n, i, sass, why in hottest if n > 0]}
+
+
+def source_markdown(rows):
+    """One line per kernel whose source page was read: its largest stall reasons by share of the
+    samples, and its hottest SASS instructions."""
+    lines = ["| case | kernel | SASS instructions | warp instructions executed | stall samples by reason | "
+             "hottest instructions (index: SASS, share, reason) |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        s = r.get("source")
+        if not s:
+            continue
+        why = ", ".join("%s %.0f%%" % (k, 100 * v) for k, v in s["reasons"][:5])
+        hot = "; ".join("%d: `%s` %.0f%% %s" % (i, sass.replace("|", "/"), 100 * v, reason)
+                        for i, sass, v, reason in s["hottest"])
+        lines.append("| %s | %s | %d | %.0f | %s | %s |" % (r["case"], r["kernel"], s["instructions"], s["executed"],
+                                                          why or "-", hot or "-"))
     return "\n".join(lines) + "\n"
