@@ -1,7 +1,8 @@
 // The rollout alone (games_reset, the trunk of step 0 and the T steps, as CudaOps::rollout runs
 // it in an epoch), per game step: the small preset's 200 steps of 136 games at hidden 512 (or the
 // reference's 100 of 544 at 2048) the ways the CUDA executor can run them: eager (a product and
-// the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop,
+// the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop
+// (where the product takes the few-row kernel; the reference's is cuBLASLt's),
 // and the cluster kernel (--cluster-rollout), in fp32 and bf16, and in bf16 with its product on
 // tensor cores (--cluster-rollout-mma). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
@@ -26,6 +27,7 @@
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/executor.h"
 #include "engine/step.h"
+#include "kernels/matmul.h"
 
 namespace {
 
@@ -43,6 +45,7 @@ constexpr Mode kModes[] = {
     {"graph, steps unrolled", true, false, false, Precision::Fp32},
     {"graph, WHILE loop", true, true, false, Precision::Fp32},
     {"graph, cluster kernel", true, true, true, Precision::Fp32},
+    {"graph, steps unrolled, bf16", true, false, false, Precision::Bf16},
     {"graph, WHILE loop, bf16", true, true, false, Precision::Bf16},
     {"graph, cluster kernel, bf16", true, true, true, Precision::Bf16},
     {"graph, cluster kernel, bf16 mma", true, true, true, Precision::Bf16, true},
@@ -132,6 +135,11 @@ int main(int argc, char** argv) {
     for (const Mode& m : kModes) {
       TrainConfig c = base;
       c.precision = m.precision;
+      if (m.loop && !m.cluster && !linear_forward_takes_few_rows(c.games(), c.hidden_size, c.hidden_size, false)) {
+        std::printf("%-34s %12s   (%d games: cuBLASLt's product, whose steps stay unrolled)\n", m.name, "n/a",
+                    c.games());
+        continue;
+      }
       if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16,
                                              m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma)) {
         std::printf("%-34s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),

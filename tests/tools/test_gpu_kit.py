@@ -559,6 +559,8 @@ class Report(unittest.TestCase):
                                        "H": 2048, "answers": [{"us": 12.0, "algo_id": 21, "tile_id": 3, "split_k": 1},
                                                               {"us": 9.0, "algo_id": 66, "tile_id": 18, "split_k": 2}],
                                        "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2}]
+            kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25},
+                                               "reference": {"eager": 160.0}}
             doc = report.write(kit)
             with open(os.path.join(d, "out", "gpu-report.md")) as f:
                 md = f.read()
@@ -575,6 +577,10 @@ class Report(unittest.TestCase):
         self.assertIn("FAILED x", md)
         self.assertIn("| bf16 | forward | reference rollout | 544x2048 | 12.0 | 9.0 | 1 | 1.33x | 506 | 66, 18, 2 |", md)
         self.assertIn("goals, the fastest allowed variant against each: small 100.0 epochs/s (graph BF16) of 1000.", md)
+        # The rollout per preset, a mode one preset lacks shown as "-".
+        self.assertIn("| mode | small | reference |", md)
+        self.assertIn("| eager | 22.50 | 160.00 |", md)
+        self.assertIn("| graph, cluster kernel | 9.25 | - |", md)
         self.assertIn("(each figure above waits for its epoch): small: graph BF16 120.0.", md)
 
 

@@ -34,14 +34,15 @@ def _load(path):
         return json.load(f)
 
 
-def _bench(kit, name, program, args, summarise):
+def _bench(kit, name, program, args, summarise, tag=None):
     """Runs a bench program that writes --json FILE, then summarise(doc) -> the check's figure
     (it keeps what the report needs in kit.data, and raises KeyError, IndexError, TypeError or
     ValueError on a malformed document); records the check."""
     if not kit.have(program):
         return kit.not_run(name, "the build failed")
-    path = os.path.join(kit.tmp("bench"), program + ".json")
-    res = kit.run.run(program.replace("_", "-"), [kit.bin(program)] + args + ["--json", path], 300)
+    stem = program + ("-" + tag if tag else "")
+    path = os.path.join(kit.tmp("bench"), stem + ".json")
+    res = kit.run.run(stem.replace("_", "-"), [kit.bin(program)] + args + ["--json", path], 300)
     if res is None or not res.ok:
         return kit.from_result(name, res, "")
     try:
@@ -84,13 +85,20 @@ def gemm_algorithms(kit):
 
 def rollout_latency(kit):
     """The rollout alone, microseconds per game step, per way of running it (bench_rollout_cuda:
-    eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), small preset."""
-    def summarise(doc):
-        rows = {r["mode"]: r["us_per_step"] for r in doc["rows"]}
-        kit.data["rollout_us_per_step"] = rows
-        return ", ".join("%s %.1f" % (m, us) for m, us in rows.items())
-    return _bench(kit, "bench_rollout_cuda (us per step, small)", "bench_rollout_cuda",
-                  ["--preset", "small", "--repeats", "5" if kit.quick else "20"], summarise)
+    eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), each preset:
+    set against an epoch's time, it splits the epoch into the rollout and the rest."""
+    kit.data["rollout_us_per_step"] = {}
+
+    def summarise_for(preset):
+        def summarise(doc):
+            rows = {r["mode"]: r["us_per_step"] for r in doc["rows"]}
+            kit.data["rollout_us_per_step"][preset] = rows
+            return ", ".join("%s %.1f" % (m, us) for m, us in rows.items())
+        return summarise
+
+    for preset in PRESETS:
+        _bench(kit, "bench_rollout_cuda (us per step, %s)" % preset, "bench_rollout_cuda",
+               ["--preset", preset, "--repeats", "5" if kit.quick else "20"], summarise_for(preset), tag=preset)
 
 
 # bench_epoch variants: (row name, executor, extra flags, key suffix in the JSON's figures).

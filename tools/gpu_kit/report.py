@@ -82,10 +82,13 @@ def markdown(doc):
                   "(each figure above waits for its epoch): " + "; ".join(
                       "%s: %s" % (p, ", ".join("%s %s" % (label, _fmt(e)) for label, e in got.items()))
                       for p, got in pipelined.items() if got) + "."]
-    roll = doc.get("rollout_us_per_step")
+    roll = {p: rows for p, rows in (doc.get("rollout_us_per_step") or {}).items() if rows}
     if roll:
-        lines += ["", "## The rollout alone, microseconds per game step (small preset, bench_rollout_cuda)", "",
-                  "| mode | us/step |", "| --- | --- |"] + ["| %s | %.2f |" % (m, us) for m, us in roll.items()]
+        presets = list(roll)
+        modes = list(dict.fromkeys(m for rows in roll.values() for m in rows))
+        lines += ["", "## The rollout alone, microseconds per game step (bench_rollout_cuda)", "",
+                  "| mode | " + " | ".join(presets) + " |", "| --- |" + " --- |" * len(presets)]
+        lines += ["| %s | %s |" % (m, " | ".join(_fmt(roll[p].get(m), "%.2f") for p in presets)) for m in modes]
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",
