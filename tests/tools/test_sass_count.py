@@ -1,0 +1,98 @@
+"""tools/sass_count without nvcc or the disassembler: its reading of nvdisasm's output (which
+instruction belongs to which kernel and inline chain), the charging of instructions to a file's
+lines, and its refusals of bad arguments."""
+import importlib.machinery
+import importlib.util
+import os
+import random
+import subprocess
+import sys
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "sass_count")
+
+
+def load_tool():
+    loader = importlib.machinery.SourceFileLoader("sass_count", TOOL)
+    spec = importlib.util.spec_from_loader("sass_count", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+sc = load_tool()
+OPS = ["FFMA", "IMAD.WIDE.U32", "LDG.E.128", "ISETP.GE.AND", "BRA", "MUFU.EX2", "BAR.SYNC.DEFER_BLOCKING"]
+
+
+def frame(path, line, caller=None):
+    s = f'\t//## File "{path}", line {line}'
+    return s + (f' inlined at "{caller[0]}", line {caller[1]}' if caller else "")
+
+
+def listing(kernels, rng):
+    """nvdisasm -c -gi's shape: per kernel a .text section; before an instruction whose place
+    changes, its inline chain innermost first, one line a frame. Returns the text and, per kernel,
+    the (opcode, chain) it holds."""
+    out, want = [], {}
+    for name, n in kernels:
+        out.append(f"\t.section\t.text.{name},\"ax\",@progbits\n\t.text.{name}:")
+        want[name] = []
+        addr = 0
+        chain = None
+        for _ in range(n):
+            if chain is None or rng.random() < 0.4:
+                depth = rng.randint(1, 3)
+                files = [("/r/./kernels/gelu.h", rng.randint(1, 40)), ("/r/./engine/cuda/block.cuh", rng.randint(50, 90)),
+                         ("/r/./engine/cuda/block.cuh", rng.randint(100, 140)), ("/r/engine/cuda/step.cu", 27)]
+                chain = files[3 - depth:]
+                for i, (p, ln) in enumerate(chain):
+                    caller = chain[i + 1] if i + 1 < len(chain) else None
+                    out.append(frame(p, ln, caller))
+            op = rng.choice(OPS)
+            pred = rng.choice(["", "@P0 ", "@!P3 ", "@!UP1 "])
+            out.append(f"        /*{addr:04x}*/                   {pred}{op} R1, R2, R3 ;")
+            want[name].append((op.split(".")[0], [(os.path.basename(p), ln) for p, ln in chain]))
+            addr += 16
+        out.append("\t.section\t.nv.info,\"\",@\"SHT_CUDA_INFO\"")
+    return "\n".join(out) + "\n", want
+
+
+class Parse(unittest.TestCase):
+    def test_every_instruction_with_its_kernel_and_chain(self):
+        rng = random.Random()
+        kernels = [(f"_Z{rng.randint(3, 9)}kernel{i}v", rng.randint(20, 200)) for i in range(3)]
+        text, want = listing(kernels, rng)
+        got = sc.parse(text)
+        self.assertEqual(set(got), set(want))
+        for name in want:
+            self.assertEqual(got[name], want[name])
+
+    def test_per_line_charges_the_outermost_frame_of_the_file(self):
+        ins = [("FFMA", [("gelu.h", 5), ("block.cuh", 60), ("block.cuh", 120), ("step.cu", 27)]),
+               ("IMAD", [("block.cuh", 61), ("step.cu", 27)]),
+               ("LDG", [("step.cu", 30)])]
+        self.assertEqual(sc.per_line(ins, "block.cuh"), {120: 1, 61: 1, None: 1})
+        # Within 50-100 the caller on line 120 is left out: the function's own lines take them.
+        self.assertEqual(sc.per_line(ins, "block.cuh", (50, 100)), {60: 1, 61: 1, None: 1})
+        self.assertEqual(sc.per_line(ins, "gelu.h"), {5: 1, None: 2})
+
+
+class Refusals(unittest.TestCase):
+    def run_tool(self, args):
+        return subprocess.run([sys.executable, TOOL] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              timeout=60)
+
+    def test_bad_arguments_get_one_line_and_exit_2(self):
+        for args in (["no/such/file.cu"], ["engine/cuda/rollout_step.cu", "--kernel", "("],
+                     ["engine/cuda/rollout_step.cu", "--within", "5-9"],
+                     ["engine/cuda/rollout_step.cu", "--lines", "x.cuh", "--within", "9-5"]):
+            p = self.run_tool(args)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
+            self.assertTrue(p.stderr.startswith("sass_count: "), p.stderr)
+            self.assertEqual(p.stdout, "")
+
+
+if __name__ == "__main__":
+    unittest.main()
