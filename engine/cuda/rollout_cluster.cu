@@ -15,6 +15,7 @@
 // for bit. With the product on tensor cores (bf16, ClusterProduct::TensorCores) the emulator's
 // run still is; a GPU's a1 differs in the last places.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -136,11 +137,13 @@ struct SmemLayout {
 };
 
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
-// __restrict__: the kernel itself writes the h1 rows of the later steps.
-template <class T, bool kMma>
-__global__ void __launch_bounds__(kStepThreads)
+// __restrict__: the kernel itself writes the h1 rows of the later steps. kVec: rollout_step_vec.
+// The 1 lets ptxas give a thread more than 128 registers (without it ptxas stopped there and
+// spilled): an SM still holds two blocks at 255, and the presets' shared memory holds it to one.
+template <class T, bool kMma, bool kVec>
+__global__ void __launch_bounds__(kStepThreads, 1)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
-                           unsigned clusters, bool vec) {
+                           unsigned clusters) {
   __shared__ StepShared sh;
   GRPO_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned C = cluster_blocks(), rank = cluster_block_rank(), cluster = blockIdx.x / C;
@@ -178,8 +181,8 @@ __global__ void __launch_bounds__(kStepThreads)
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // h0 kept for one group a thread (H <= 512); a wider step computes the others again.
-      rollout_step_block<1>(cfg, s, p, t, shift, g, t + 1 == steps, vec, sh, a1s + size_t(i / C) * at.a1_pitch,
-                            H1ToCluster<T>{xs, stride, i, C});
+      rollout_step_block<kVec, 1>(cfg, s, p, t, shift, g, t + 1 == steps, sh, a1s + size_t(i / C) * at.a1_pitch,
+                                  H1ToCluster<T>{xs, stride, i, C});
       __syncthreads();  // sh is the next game's
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
@@ -194,6 +197,12 @@ struct Plan {
 // Dynamic shared memory a block may have: the device's opt-in limit less the static StepShared;
 // 0 where the device runs no clusters.
 template <class T, bool kMma>
+std::array<const void*, 2> cluster_kernels() {
+  return {reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true>),
+          reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
+}
+
+template <class T, bool kMma>
 size_t smem_limit() {
   int dev = 0, optin = 0, cluster_launch = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
@@ -201,9 +210,13 @@ size_t smem_limit() {
   if (!cluster_launch) return 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   // The static part as compiled (StepShared and whatever the callees declare), not as counted here.
-  cudaFuncAttributes f{};
-  CUDA_CHECK(cudaFuncGetAttributes(&f, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma>)));
-  return size_t(std::max(optin - int(std::max(f.sharedSizeBytes, sizeof(StepShared))), 0));
+  size_t fixed = sizeof(StepShared);
+  for (const void* kernel : cluster_kernels<T, kMma>()) {
+    cudaFuncAttributes f{};
+    CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));
+    fixed = std::max(fixed, f.sharedSizeBytes);
+  }
+  return size_t(std::max(optin - int(fixed), 0));
 }
 
 // The kernel may ask for up to smem_limit(): always the same value, so a later launch never
@@ -211,12 +224,13 @@ size_t smem_limit() {
 // while a stream captures.
 template <class T, bool kMma>
 void allow_smem(size_t limit) {
-  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma>),
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
+  for (const void* kernel : cluster_kernels<T, kMma>())
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
 }
 
 // Clusters of p's size that the device can hold at once (its answer: the blocks of a cluster
-// share a GPC, so it can be fewer than SMs / 8).
+// share a GPC, so it can be fewer than SMs / 8). Asked of the kVec kernel: the two differ in
+// registers only, which at kStepThreads threads a block never limit the blocks an SM holds.
 template <class T, bool kMma>
 int resident_clusters(const Plan& p) {
   cudaLaunchAttribute attr;
@@ -225,8 +239,7 @@ int resident_clusters(const Plan& p) {
   int n = 0;
   // A device that cannot answer for this configuration (under MPS or MIG, say) holds none: the
   // rollout then runs stepwise. The error is not sticky; it is cleared so no later check sees it.
-  if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma>), &config) !=
-      cudaSuccess) {
+  if (cudaOccupancyMaxActiveClusters(&n, cluster_kernels<T, kMma>()[0], &config) != cudaSuccess) {
     (void)cudaGetLastError();
     return 0;
   }
@@ -288,8 +301,10 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
                                 std::to_string(first.H) + " need more shared memory per block than the " +
                                 std::to_string(smem_limit<T, kMma>()) +
                                 " bytes the device has, or clusters it cannot hold");
-  launch_cluster(rollout_cluster_kernel<T, kMma>, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
-                 kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, rollout_step_vec(first));
+  const auto kernel =
+      rollout_step_vec(first) ? rollout_cluster_kernel<T, kMma, true> : rollout_cluster_kernel<T, kMma, false>;
+  launch_cluster(kernel, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream, kClusterBlocks, game,
+                 first, X, W, uint32_t(steps), p.clusters);
 }
 
 }  // namespace

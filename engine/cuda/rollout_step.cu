@@ -16,14 +16,15 @@ using namespace rollout_step_detail;
 
 // loop.counters == nullptr: step s.t, at s's pointers. Otherwise step counters[0], at rows
 // t * N.. of s's step-0 pointers (rollout_step.h).
+template <bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 5)
-    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, bool vec) {
+    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop) {
   __shared__ StepShared sh;
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
-  rollout_step_block(cfg, s, s.p, t, shift, blockIdx.x, s.obs_next == nullptr, vec, sh);
+  rollout_step_block<kVec>(cfg, s, s.p, t, shift, blockIdx.x, s.obs_next == nullptr, sh);
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
     if (atomicAdd(&loop.counters[1], 1u) == gridDim.x - 1) {
@@ -53,7 +54,10 @@ namespace {
 void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop, cudaStream_t stream) {
   check_rollout_step_args(game, s, "rollout_step_cuda");
   if (s.N == 0) return;
-  launch(rollout_step_kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop, rollout_step_vec(s));
+  if (rollout_step_vec(s))
+    launch(rollout_step_kernel<true>, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
+  else
+    launch(rollout_step_kernel<false>, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
 }
 }  // namespace
 
