@@ -52,7 +52,7 @@ def listing(kernels, rng):
             op = rng.choice(OPS)
             pred = rng.choice(["", "@P0 ", "@!P3 ", "@!UP1 "])
             out.append(f"        /*{addr:04x}*/                   {pred}{op} R1, R2, R3 ;")
-            want[name].append((op.split(".")[0], [(os.path.basename(p), ln) for p, ln in chain]))
+            want[name].append((op.split(".")[0], [(os.path.normpath(p), ln) for p, ln in chain]))
             addr += 16
         out.append("\t.section\t.nv.info,\"\",@\"SHT_CUDA_INFO\"")
     return "\n".join(out) + "\n", want
@@ -60,37 +60,51 @@ def listing(kernels, rng):
 
 class Parse(unittest.TestCase):
     def test_every_instruction_with_its_kernel_and_chain(self):
-        rng = random.Random()
+        seed = random.randrange(2**32)
+        rng = random.Random(seed)
         kernels = [(f"_Z{rng.randint(3, 9)}kernel{i}v", rng.randint(20, 200)) for i in range(3)]
         text, want = listing(kernels, rng)
         got = sc.parse(text)
-        self.assertEqual(set(got), set(want))
+        self.assertEqual(set(got), set(want), f"seed {seed}")
         for name in want:
-            self.assertEqual(got[name], want[name])
+            self.assertEqual(got[name], want[name], f"seed {seed}")
 
     def test_per_line_charges_the_outermost_frame_of_the_file(self):
-        ins = [("FFMA", [("gelu.h", 5), ("block.cuh", 60), ("block.cuh", 120), ("step.cu", 27)]),
-               ("IMAD", [("block.cuh", 61), ("step.cu", 27)]),
-               ("LDG", [("step.cu", 30)])]
-        self.assertEqual(sc.per_line(ins, "block.cuh"), {120: 1, 61: 1, None: 1})
+        gelu, block, step, other = "/r/kernels/gelu.h", "/r/engine/block.cuh", "/r/engine/step.cu", "/x/block.cuh"
+        ins = [("FFMA", [(gelu, 5), (block, 60), (block, 120), (step, 27)]),
+               ("IMAD", [(block, 61), (step, 27)]),
+               ("LDG", [(other, 7), (step, 30)])]
+        self.assertEqual(sc.per_line(ins, block), {120: 1, 61: 1, None: 1})
         # Within 50-100 the caller on line 120 is left out: the function's own lines take them.
-        self.assertEqual(sc.per_line(ins, "block.cuh", (50, 100)), {60: 1, 61: 1, None: 1})
-        self.assertEqual(sc.per_line(ins, "gelu.h"), {5: 1, None: 2})
+        self.assertEqual(sc.per_line(ins, block, (50, 100)), {60: 1, 61: 1, None: 1})
+        self.assertEqual(sc.per_line(ins, gelu), {5: 1, None: 2})
+        # A file of the same name elsewhere is another file.
+        self.assertEqual(sc.per_line(ins, other), {7: 1, None: 2})
+
+    def test_paths_as_nvcc_wrote_them(self):
+        text = "\n".join(["\t.headerflags\t@\"EF_CUDA_SM90\"", "\t.text._Z1kv:", '\t//## File "/r/./engine/../engine/block.cuh", line 9',
+                          "        /*0000*/                   FFMA R1, R2, R3, R4 ;"])
+        self.assertEqual(sc.parse(text), {"_Z1kv": [("FFMA", [("/r/engine/block.cuh", 9)])]})
 
 
 class Refusals(unittest.TestCase):
     def run_tool(self, args):
         return subprocess.run([sys.executable, TOOL] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=60)
+                              timeout=60, cwd=ROOT)
 
     def test_bad_arguments_get_one_line_and_exit_2(self):
-        for args in (["no/such/file.cu"], ["engine/cuda/rollout_step.cu", "--kernel", "("],
-                     ["engine/cuda/rollout_step.cu", "--within", "5-9"],
-                     ["engine/cuda/rollout_step.cu", "--lines", "x.cuh", "--within", "9-5"]):
+        # Each is refused before nvcc runs.
+        source = "engine/cuda/rollout_step.cu"
+        for args, says in ((["no/such/file.cu"], "no file no/such/file.cu"),
+                           ([source, "--kernel", "("], "missing ), unterminated subpattern"),
+                           ([source, "--within", "5-9"], "--within takes LO-HI (LO <= HI) with --lines"),
+                           ([source, "--lines", "gelu.h", "--within", "9-5"], "--within takes LO-HI"),
+                           ([source, "--lines", "no_such_file.cuh"], "--lines: no files named no_such_file.cuh")):
             p = self.run_tool(args)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
             self.assertTrue(p.stderr.startswith("sass_count: "), p.stderr)
+            self.assertIn(says, p.stderr)
             self.assertEqual(p.stdout, "")
 
 
