@@ -16,6 +16,7 @@
 // run still is; a GPU's a1 differs in the last places.
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -139,7 +140,7 @@ struct SmemLayout {
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps. kVec: rollout_step_vec.
 // The 1 lets ptxas give a thread more than 128 registers (without it ptxas stopped there and
-// spilled): an SM still holds two blocks at 255, and the presets' shared memory holds it to one.
+// spilled); the plan asks the device how many clusters fit with the registers as compiled.
 template <class T, bool kMma, bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 1)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
@@ -180,7 +181,8 @@ __global__ void __launch_bounds__(kStepThreads, 1)
     GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
-      // h0 kept for one group a thread (H <= 512); a wider step computes the others again.
+      // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
+      // again, or reads it back where it stored it.
       rollout_step_block<kVec, 1>(cfg, s, p, t, shift, g, t + 1 == steps, sh, a1s + size_t(i / C) * at.a1_pitch,
                                   H1ToCluster<T>{xs, stride, i, C});
       __syncthreads();  // sh is the next game's
@@ -194,14 +196,15 @@ struct Plan {
   size_t smem = 0;
 };
 
-// Dynamic shared memory a block may have: the device's opt-in limit less the static StepShared;
-// 0 where the device runs no clusters.
+// The kernel's two compilations (kVec and any H): a plan must hold for both.
 template <class T, bool kMma>
 std::array<const void*, 2> cluster_kernels() {
   return {reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true>),
           reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
 }
 
+// Dynamic shared memory a block may have: the device's opt-in limit less the static StepShared;
+// 0 where the device runs no clusters.
 template <class T, bool kMma>
 size_t smem_limit() {
   int dev = 0, optin = 0, cluster_launch = 0;
@@ -229,21 +232,25 @@ void allow_smem(size_t limit) {
 }
 
 // Clusters of p's size that the device can hold at once (its answer: the blocks of a cluster
-// share a GPC, so it can be fewer than SMs / 8). Asked of the kVec kernel: the two differ in
-// registers only, which at kStepThreads threads a block never limit the blocks an SM holds.
+// share a GPC, so it can be fewer than SMs / 8), the fewer of the two compilations' (their
+// registers differ).
 template <class T, bool kMma>
 int resident_clusters(const Plan& p) {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t config =
       cluster_config(dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, nullptr, kClusterBlocks, attr);
-  int n = 0;
-  // A device that cannot answer for this configuration (under MPS or MIG, say) holds none: the
-  // rollout then runs stepwise. The error is not sticky; it is cleared so no later check sees it.
-  if (cudaOccupancyMaxActiveClusters(&n, cluster_kernels<T, kMma>()[0], &config) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
+  int fewest = std::numeric_limits<int>::max();
+  for (const void* kernel : cluster_kernels<T, kMma>()) {
+    int n = 0;
+    // A device that cannot answer for this configuration (under MPS or MIG, say) holds none: the
+    // rollout then runs stepwise. The error is not sticky; it is cleared so no later check sees it.
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    fewest = std::min(fewest, n);
   }
-  return n;
+  return fewest;
 }
 
 // The clusters and the shared memory per block. By default one game a block (ceil(N / 8)

@@ -52,6 +52,9 @@ struct Columns {
   __device__ unsigned width(unsigned c) const { return kVec ? 4u : std::min(4u, H - 4 * c); }
   __device__ unsigned group(unsigned i) const { return tid + i * kStepThreads; }
   __device__ bool here(unsigned i) const { return group(i) < groups; }
+  // here(i) where the block's widest thread has at least G > i groups (with_kept_groups): then
+  // only the last of them can be missing, and the others need no test.
+  __device__ bool has(unsigned G, unsigned i) const { return i + 1 < G || here(i); }
 };
 
 // f(std::integral_constant<unsigned, G>{}) for the G groups the widest thread of the block has,
@@ -78,6 +81,7 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
                                  const float* a1, StepShared& sh) {
   constexpr unsigned kAll = 0xFFFFFFFFu;
   const Columns<kVec> cols(unsigned(s.H));
+  const auto has = [&](unsigned i) { return cols.has(G, i); };
   const float scale = dropout_scale(s.dropout);
   float z[kActions] = {0.f, 0.f, 0.f};
   const auto head_group = [&](unsigned c, float(&v)[4]) {
@@ -103,10 +107,10 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
   float av[G][4];
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (cols.here(i)) load4(a1 + 4 * cols.group(i), cols.width(cols.group(i)), kVec, av[i]);
+    if (has(i)) load4(a1 + 4 * cols.group(i), cols.width(cols.group(i)), kVec, av[i]);
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (cols.here(i)) head_group(cols.group(i), av[i]);
+    if (has(i)) head_group(cols.group(i), av[i]);
   for (unsigned c = cols.group(G); c < cols.groups; c += kStepThreads) {
     float v[4];
     load4(a1 + 4 * c, cols.width(c), kVec, v);
@@ -144,17 +148,18 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
 
 // The next step's trunk, after the game's barrier: h0 = obs W_in^T, Welford over gelu(h0), then
 // h1. A group of four outputs takes input d's four weights from W_in transposed (p.fc_in_w_t,
-// kernels/fc_in.h) in one 16-byte load that its warp's neighbours continue. Each sum runs over d
-// ascending from 0, kernels/fc_in.h's order. h0 goes out only when the loss pass reads it
-// (s.next.h0 set: Ops::Rollout::keep_h0). The first G groups stay in registers (h0 computed
-// again past G = 2: 32 floats a thread through the LayerNorm's reduction would not fit 5 blocks'
-// registers an SM); a later group's h0 is read back from its store or computed again, and its
-// GELU computed again.
+// kernels/fc_in.h) in one 16-byte load that its warp's neighbours continue, a chunk of inputs'
+// loads in flight at once (h0_sums: two round trips for the presets' D = 10 at one or two groups a
+// thread, five past that). Each sum runs over d ascending from 0, kernels/fc_in.h's order. h0 goes out only when the
+// loss pass reads it (s.next.h0 set: Ops::Rollout::keep_h0). The first G groups stay in registers (h0 computed again
+// past G = 2: 32 floats a thread through the LayerNorm's reduction would not fit 5 blocks' registers an SM); a later
+// group's h0 is read back from its store or computed again, and its GELU computed again.
 template <bool kVec, unsigned G, class H1Copy>
 __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p, size_t row, StepShared& sh,
                                   const H1Copy& h1_copy) {
   using namespace row_welford_ops;
   const Columns<kVec> cols(unsigned(s.H));
+  const auto has = [&](unsigned i) { return cols.has(G, i); };
   const unsigned H = cols.H;
   const int D = s.D;
   const unsigned pitch = fc_in_t_pitch(int(H));
@@ -163,33 +168,54 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) acc[k] = k < cols.width(c) ? acc[k] : 0.f;
   };
-  // h0 of the first G groups together: input d's weights for all of them (G float4 in one row of
-  // W_in transposed, 4 kStepThreads floats apart) and its value, read once for all G. The
-  // addresses walk down W_in transposed a row (pitch floats) at a time.
-  const auto h0_first = [&](float(&acc)[G][4]) {
+  // acc[i] = h0 of group c0 + i kStepThreads for the i < NG groups present(i) says the thread
+  // has (the others 0): input d's weights for all of them (NG float4 in one row of W_in
+  // transposed, 4 kStepThreads floats apart, at immediate offsets from one pointer that walks
+  // down a row, pitch floats, at a time) and its value, read once for all NG. A chunk's rows are
+  // all loaded before any is used, so it costs one round trip, not one a row (the small preset's
+  // four warps an SM hide little): five rows for NG <= 2 (the presets' D = 10 is two chunks),
+  // two past that (registers); rows past the last whole chunk go one at a time.
+  const auto h0_sums = [&](unsigned c0, auto ng, const auto& present, auto& acc) {
+    constexpr unsigned NG = decltype(ng)::value;
+    constexpr int kChunk = NG <= 2 ? 5 : 2;
 #pragma unroll
-    for (unsigned i = 0; i < G; ++i)
+    for (unsigned i = 0; i < NG; ++i)
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k) acc[i][k] = 0.f;
-    const float* wt = p.fc_in_w_t + 4 * cols.tid;
+    if (!present(0)) return;  // a thread without a group (H < 4 kStepThreads)
+    const float* wt = p.fc_in_w_t + 4 * c0;
+    const auto rows = [&](int d0, auto count) {  // rows d0 .. d0 + n - 1
+      constexpr int n = decltype(count)::value;
+      float4 w[n][NG];
+#pragma unroll
+      for (int j = 0; j < n; ++j, wt += pitch)
+#pragma unroll
+        for (unsigned i = 0; i < NG; ++i)
+          w[j][i] = present(i) ? *vector_at<const float4>(wt + i * 4 * kStepThreads) : float4{};
+#pragma unroll
+      for (int j = 0; j < n; ++j) {
+        const float x = sh.obs[d0 + j];
+#pragma unroll
+        for (unsigned i = 0; i < NG; ++i)
+          if (present(i)) fc_in_add4(x, w[j][i], acc[i]);
+      }
+    };
+    int d = 0;
 #pragma unroll 1
-    for (int d = 0; d < D; ++d, wt += pitch) {
-      const float x = sh.obs[d];
+    for (; d + kChunk <= D; d += kChunk) rows(d, std::integral_constant<int, kChunk>{});
+#pragma unroll 1
+    for (; d < D; ++d) rows(d, std::integral_constant<int, 1>{});
 #pragma unroll
-      for (unsigned i = 0; i < G; ++i)
-        if (cols.here(i)) fc_in_add4(x, *vector_at<const float4>(wt + i * 4 * kStepThreads), acc[i]);
-    }
-#pragma unroll
-    for (unsigned i = 0; i < G; ++i) zero_past_width(cols.group(i), acc[i]);
+    for (unsigned i = 0; i < NG; ++i) zero_past_width(c0 + i * kStepThreads, acc[i]);
   };
-  // One later group's h0.
+  // h0 of the first G groups, and of one later group c.
+  const auto h0_first = [&](float(&acc)[G][4]) { h0_sums(cols.tid, std::integral_constant<unsigned, G>{}, has, acc); };
   const auto h0_group = [&](unsigned c, float(&acc)[4]) {
+    float one[1][4];
+    h0_sums(
+        c, std::integral_constant<unsigned, 1>{}, [](unsigned) { return true; }, one);
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) acc[k] = 0.f;
-    const float* wt = p.fc_in_w_t + 4 * c;
-#pragma unroll 1
-    for (int d = 0; d < D; ++d, wt += pitch) fc_in_add4(sh.obs[d], *vector_at<const float4>(wt), acc);
-    zero_past_width(c, acc);
+    for (unsigned k = 0; k < 4; ++k) acc[k] = one[0][k];
   };
   Welford w{0.f, 0.f, 0.f};
   const auto welford_group = [&](unsigned c, const float(&v)[4], float(&gv)[4]) {
@@ -205,7 +231,7 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   h0_first(h0v);
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (cols.here(i)) welford_group(cols.group(i), h0v[i], gv[i]);
+    if (has(i)) welford_group(cols.group(i), h0v[i], gv[i]);
   for (unsigned c = cols.group(G); c < cols.groups; c += kStepThreads) {
     float v[4], gvc[4];
     h0_group(c, v);
@@ -232,7 +258,7 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   if constexpr (G > 2) h0_first(h0v);
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (cols.here(i)) output_group(cols.group(i), h0v[i], gv[i]);
+    if (has(i)) output_group(cols.group(i), h0v[i], gv[i]);
   for (unsigned c = cols.group(G); c < cols.groups; c += kStepThreads) {
     float v[4], gvc[4];
     if (h0)

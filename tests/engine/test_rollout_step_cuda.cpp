@@ -219,16 +219,17 @@ TEST(RolloutStepCuda, MatchesHostTwinAtTheSmallPresetsWidth) {
 
 // A thread keeps as many column groups in registers as the block's widest thread has, up to
 // four: the reference's width (2048) four on every thread, the float4 paths, h0 computed twice;
-// 1536 and 1000 three and two (1000: 250 groups, so the second only on some threads); 1030 a
-// ragged third group, the scalar paths. Past four groups (2064: a fifth whole group for 4
-// threads; 2102: a fifth, partial one) the per-group path computes h0 and the GELU again.
+// 1536 and 1000 three and two (1000: 250 groups, so the second only on some threads); 1030 and
+// 2046 a ragged third or fourth group, the scalar paths. Past four groups (2064: a fifth whole
+// group for 4 threads; 2102: a fifth, partial one) the per-group path computes h0 and the GELU
+// again.
 TEST(RolloutStepCuda, MatchesHostTwinAtTheReferenceWidthAndPast) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   c.game = GameConfig{};
   c.batch_size = 1;
   c.max_steps = 2;
-  for (const int H : {2048, 1536, 1000, 1030, 2064, 2102}) {
+  for (const int H : {2048, 1536, 1000, 1030, 2046, 2064, 2102}) {
     SCOPED_TRACE("hidden " + std::to_string(H));
     c.hidden_size = H;
     expect_fused_step_matches_host_twin(c, 0);
