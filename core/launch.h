@@ -56,6 +56,32 @@ inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t s
 #endif
 }
 
+// The same, allowed to start before the kernel launched just before it in `stream` (or in a
+// captured graph, before its predecessor node) has finished: programmatic dependent launch,
+// sm_90. The kernel must call wait_for_previous_kernel() (core/grid_dependency.cuh) before it
+// touches what that kernel writes or reads; until then its blocks may run their own setup while
+// the previous kernel finishes, and the launch's latency hides behind it. The emulator runs it
+// as an ordinary launch.
+template <class... P, class... A>
+inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                              A&&... args) {
+#if defined(__CUDACC__)
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
+#elif defined(GRPO_SIMT)
+  CUDA_CHECK(::simt::launch(kernel, grid, block, smem, stream, std::forward<A>(args)...));
+#endif
+}
+
 inline unsigned ceil_div(size_t n, unsigned d) { return static_cast<unsigned>((n + d - 1) / d); }
 
 }  // namespace grpo

@@ -11,9 +11,12 @@
 // which runs the same chains.
 // The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
 // fp32 tiles and sums the same way: half the bytes of W from L2.
+// Launched overlapped (core/launch.h) but in a graph loop's body: it waits for the kernel before
+// it first thing, then lets the next one start, so that one's launch hides behind this one.
 #include <stdexcept>
 #include <string>
 
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/matmul.h"
 #include "core/vector_access.h"
@@ -38,6 +41,8 @@ template <class T>
 __global__ void __launch_bounds__(kThreads, 2)
     linear_forward_few_rows_kernel(const T* __restrict__ X, const T* __restrict__ W, const float* __restrict__ bias,
                                    float* __restrict__ Y, int M, int N, int K, const uint32_t* step) {
+  wait_for_previous_kernel();
+  release_next_kernel();
   if (step) {  // rows step*M.. of X and Y, the step read now (a graph loop's body)
     const size_t s = *step;
     X += s * size_t(M) * K;
@@ -109,7 +114,10 @@ void few_rows(const T* X, const T* W, const float* bias, float* Y, int M, int N,
   check_linear_shape(M, N, K, op);
   if (M == 0) return;
   const dim3 grid(ceil_div(size_t(N), kTileCols), ceil_div(size_t(M), kTileRows));
-  launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step);
+  if (step)  // a WHILE node's body: launched the ordinary way
+    launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step);
+  else
+    launch_overlapped(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step);
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "engine/cuda/rollout_step.h"
 #include "engine/cuda/rollout_step_block.cuh"
@@ -13,6 +14,16 @@ namespace grpo {
 namespace {
 
 using namespace rollout_step_detail;
+
+// The unrolled steps' kernel starts overlapped with the product before it (launch_overlapped):
+// its blocks draw their dropout bits and load the parameters while the product runs, then wait
+// for its a1, and let the next step's product start.
+struct AfterProduct {
+  __device__ __forceinline__ void operator()() const {
+    wait_for_previous_kernel();
+    release_next_kernel();
+  }
+};
 
 // loop.counters == nullptr: step s.t, at s's pointers. Otherwise step counters[0], at rows
 // t * N.. of s's step-0 pointers (rollout_step.h).
@@ -24,7 +35,8 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
-  rollout_step_block<kVec>(cfg, s, s.p, t, shift, blockIdx.x, s.obs_next == nullptr, sh);
+  rollout_step_block<kVec>(cfg, s, s.p, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr, NoH1Copy{},
+                           AfterProduct{});
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
     if (atomicAdd(&loop.counters[1], 1u) == gridDim.x - 1) {
@@ -54,10 +66,11 @@ namespace {
 void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop, cudaStream_t stream) {
   check_rollout_step_args(game, s, "rollout_step_cuda");
   if (s.N == 0) return;
-  if (rollout_step_vec(s))
-    launch(rollout_step_kernel<true>, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
+  const auto kernel = rollout_step_vec(s) ? rollout_step_kernel<true> : rollout_step_kernel<false>;
+  if (loop.counters)  // a WHILE node's body: launched the ordinary way
+    launch(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
   else
-    launch(rollout_step_kernel<false>, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
+    launch_overlapped(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
 }
 }  // namespace
 

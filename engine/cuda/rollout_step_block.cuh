@@ -43,6 +43,13 @@ struct NoH1Copy {
   __device__ __forceinline__ void operator()(unsigned, unsigned, const float (&)[4]) const {}
 };
 
+// What the block does before it reads a1, once the step's setup that needs no a1 is done:
+// nothing, where a1 is there when the block starts (the cluster kernel, an ordinary launch);
+// the stepwise kernel, launched overlapped after the product that writes a1, waits for it there.
+struct A1Ready {
+  __device__ __forceinline__ void operator()() const {}
+};
+
 // A thread's columns: group c of four on thread c % kStepThreads, its i-th group
 // c = tid + i kStepThreads. With kVec every group is whole.
 template <bool kVec>
@@ -74,19 +81,21 @@ __device__ __forceinline__ void with_kept_groups(unsigned H, const F& f) {
 }
 
 // Head: z = dropout(gelu(a1 + b1)) W_out^T over this thread's columns, the warps' sums into
-// sh.head_sums (no barrier after). The a1 of the first G groups is loaded before any is used:
-// one round trip, not one a group.
-template <bool kVec, unsigned G>
+// sh.head_sums (no barrier after). The first G groups' dropout bits are drawn before ready()
+// (they need no a1), and their a1 is loaded before any is used: one round trip, not one a group.
+template <bool kVec, unsigned G, class Ready>
 __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p, uint32_t epoch, uint32_t t, unsigned g,
-                                 const float* a1, StepShared& sh) {
+                                 const float* a1, StepShared& sh, const Ready& ready) {
   constexpr unsigned kAll = 0xFFFFFFFFu;
   const Columns<kVec> cols(unsigned(s.H));
   const auto has = [&](unsigned i) { return cols.has(G, i); };
   const float scale = dropout_scale(s.dropout);
   float z[kActions] = {0.f, 0.f, 0.f};
-  const auto head_group = [&](unsigned c, float(&v)[4]) {
+  const auto keep_bits = [&](unsigned c) {
+    return dropout_keep4(s.dropout, s.seed, Purpose::DropoutRollout, epoch, t, uint32_t(g), c);
+  };
+  const auto head_group = [&](unsigned c, float(&v)[4], unsigned keep) {
     const unsigned n = cols.width(c);
-    const unsigned keep = dropout_keep4(s.dropout, s.seed, Purpose::DropoutRollout, epoch, t, uint32_t(g), c);
     float b[4];
     load4(p.fc1_b + 4 * c, n, kVec, b);
     // Every lane computes all four and selects: a branch a column costs more than the GELU it
@@ -104,17 +113,21 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
       for (unsigned k = 0; k < 4; ++k) z[a] = fmaf(v[k], w[k], z[a]);
     }
   };
+  unsigned keep[G];
+#pragma unroll
+  for (unsigned i = 0; i < G; ++i) keep[i] = has(i) ? keep_bits(cols.group(i)) : 0u;
+  ready();
   float av[G][4];
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
     if (has(i)) load4(a1 + 4 * cols.group(i), cols.width(cols.group(i)), kVec, av[i]);
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (has(i)) head_group(cols.group(i), av[i]);
+    if (has(i)) head_group(cols.group(i), av[i], keep[i]);
   for (unsigned c = cols.group(G); c < cols.groups; c += kStepThreads) {
     float v[4];
     load4(a1 + 4 * c, cols.width(c), kVec, v);
-    head_group(c, v);
+    head_group(c, v, keep_bits(c));
   }
   const unsigned lane = cols.tid % 32, warp = cols.tid / 32;
 #pragma unroll
@@ -277,12 +290,14 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 // s.p's are (kVec; fc_in_w_t 16-byte aligned always, its rows padded to 4). a1_row: the game's a1
 // row, s.now.a1's or a copy (16-byte aligned where kVec). A thread keeps up to kKeep groups of
 // four columns in registers (with_kept_groups): every group when H <= 4 kKeep kStepThreads, both
-// presets with the stepwise kernel's kKeep 4. Every thread of the block calls it; it may return
-// before its last barrier, so a caller that runs it again first passes a __syncthreads.
-template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy>
+// presets with the stepwise kernel's kKeep 4. ready: called by every thread before the first read
+// of a1 (A1Ready). Every thread of the block calls it; it may return before its last barrier, so
+// a caller that runs it again first passes a __syncthreads.
+template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t t, size_t shift, unsigned g, bool last, StepShared& sh,
-                                          const float* a1_row = nullptr, const H1Copy& h1_copy = H1Copy{}) {
+                                          const float* a1_row = nullptr, const H1Copy& h1_copy = H1Copy{},
+                                          const Ready& ready = Ready{}) {
   const unsigned H = unsigned(s.H);
   const uint32_t epoch = *s.epoch;
   // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
@@ -292,7 +307,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
 #pragma unroll
     for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
-  with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh); });
+  with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, ready); });
   __syncthreads();
   if (threadIdx.x == 0) step_game(cfg, s, b_out, epoch, t, shift, g, last, sh);
   if (last) return;  // no next trunk (uniform over the block)

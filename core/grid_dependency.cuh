@@ -1,0 +1,31 @@
+// Programmatic dependent launch (sm_90), the device side of grpo::launch_overlapped
+// (core/launch.h): a kernel launched that way may start while the kernel before it in its
+// stream still runs, and must call wait_for_previous_kernel() before it reads anything that
+// kernel writes, or writes anything it reads. release_next_kernel() lets the kernel after it
+// start the same way; called only after the kernel's own wait, it keeps the rule simple: before
+// its wait a kernel may read whatever the kernels before the previous one wrote. Either is a
+// no-op in a kernel launched the ordinary way. nvcc: griddepcontrol through the runtime's
+// device functions; SIMT: nothing to do, the emulator runs a stream's kernels one after another.
+#pragma once
+
+#if defined(__CUDACC__)
+namespace grpo {
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaGridDependencySynchronize();
+#endif
+}
+__device__ __forceinline__ void release_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  cudaTriggerProgrammaticLaunchCompletion();
+#endif
+}
+}  // namespace grpo
+#elif defined(GRPO_SIMT)
+namespace grpo {
+inline void wait_for_previous_kernel() {}
+inline void release_next_kernel() {}
+}  // namespace grpo
+#else
+#error "core/grid_dependency.cuh is for .cu files: compile them with nvcc, or with g++ and simt/simt.h"
+#endif
