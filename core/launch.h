@@ -4,6 +4,8 @@
 // Include this only from .cu files (they are compiled by nvcc, or by g++ with simt.h).
 #pragma once
 #include <cstddef>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "core/cuda_check.h"
@@ -56,16 +58,59 @@ inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t s
 #endif
 }
 
+#if defined(__CUDACC__)
+namespace launch_detail {
+// Whether `kernel` on this device was compiled where wait_for_previous_kernel() waits: PTX for
+// sm_90 or later (from older PTX, or on an older GPU, it compiles to nothing). Asked once per
+// kernel and device.
+inline bool waits_for_previous(const void* kernel) {
+  static std::mutex m;
+  static std::map<std::pair<const void*, int>, bool> known;
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  const std::lock_guard<std::mutex> lock(m);
+  const auto key = std::make_pair(kernel, dev);
+  const auto it = known.find(key);
+  if (it != known.end()) return it->second;
+  cudaFuncAttributes f{};
+  CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));
+  return known[key] = f.ptxVersion >= 90 && f.binaryVersion >= 90;
+}
+
+// Whether the next operation captured on `stream` would follow kernels only: a programmatic edge
+// may leave a kernel node only. True when the stream is not capturing.
+inline bool follows_kernels(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;
+  size_t n = 0;
+  CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, &edges, &n));
+  if (status != cudaStreamCaptureStatusActive) return true;
+  for (size_t i = 0; i < n; ++i) {
+    cudaGraphNodeType type{};
+    CUDA_CHECK(cudaGraphNodeGetType(deps[i], &type));
+    if (type != cudaGraphNodeTypeKernel) return false;
+  }
+  return n > 0;
+}
+}  // namespace launch_detail
+#endif
+
 // The same, allowed to start before the kernel launched just before it in `stream` (or in a
 // captured graph, before its predecessor node) has finished: programmatic dependent launch,
 // sm_90. The kernel must call wait_for_previous_kernel() (core/grid_dependency.cuh) before it
 // touches what that kernel writes or reads; until then its blocks may run their own setup while
-// the previous kernel finishes, and the launch's latency hides behind it. The emulator runs it
-// as an ordinary launch.
+// the previous kernel finishes, and the launch's latency hides behind it. An ordinary launch
+// where that cannot hold or be expressed: a kernel compiled for an older GPU (its wait is
+// empty), or a capture whose last node is not a kernel. The emulator runs it as an ordinary
+// launch.
 template <class... P, class... A>
 inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                               A&&... args) {
 #if defined(__CUDACC__)
+  if (!launch_detail::waits_for_previous(reinterpret_cast<const void*>(kernel)) ||
+      !launch_detail::follows_kernels(stream))
+    return launch(kernel, grid, block, smem, stream, std::forward<A>(args)...);
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;

@@ -85,16 +85,9 @@ void CudaOps::rollout(const Rollout& r) {
   loop_nodes_.nodes += body_nodes;
   loop_nodes_.runs += body_nodes * loop.steps;
 
-  // The last step, as the default runs it: no next trunk. Its product is the body's, at the
-  // step the counter holds after the loop (T - 1): the same kernel as fc1_forward's, launched the
-  // ordinary way, where fc1_forward's overlapped launch would ask the graph for a programmatic
-  // edge from the WHILE node.
+  // The last step, as the default runs it: no next trunk.
   const RolloutStep last = rollout_step_at(r, r.T - 1);
-  if (bf16)
-    linear_forward_few_rows_stepped_bf16_cuda(first.now.h1_bf16, r.p.fc1_w_bf16, first.now.a1, r.N, r.H, r.H,
-                                              loop.counters, stream_);
-  else
-    linear_forward_few_rows_stepped_cuda(first.now.h1, r.p.fc1_w, first.now.a1, r.N, r.H, r.H, loop.counters, stream_);
+  fc1_forward(*this, r.p, last.now, r.N, r.H);
   rollout_step(last);
 }
 
