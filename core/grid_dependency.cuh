@@ -7,8 +7,9 @@
 // launched the ordinary way the wait returns at once, and the release still lets an overlapped
 // kernel after it start early: safe, since the ordinary kernel began after everything before it
 // had finished. nvcc: griddepcontrol through the runtime's device functions (empty below sm_90,
-// where launch_overlapped launches the ordinary way); SIMT: nothing to do, the emulator runs a
-// stream's kernels one after another.
+// where launch_overlapped launches the ordinary way); SIMT: the emulator runs a stream's kernels
+// one after another, so there is nothing to wait for, but its checks report an access before
+// the wait to memory the kernel before wrote (or, for a write, read).
 #pragma once
 
 #if defined(__CUDACC__)
@@ -26,7 +27,7 @@ __device__ __forceinline__ void release_next_kernel() {
 }  // namespace grpo
 #elif defined(GRPO_SIMT)
 namespace grpo {
-inline void wait_for_previous_kernel() {}
+inline void wait_for_previous_kernel() { ::simt::detail::grid_dependency_wait(); }
 inline void release_next_kernel() {}
 }  // namespace grpo
 #else

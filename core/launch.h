@@ -102,8 +102,8 @@ inline bool follows_kernels(cudaStream_t stream) {
 // touches what that kernel writes or reads; until then its blocks may run their own setup while
 // the previous kernel finishes, and the launch's latency hides behind it. An ordinary launch
 // where that cannot hold or be expressed: a kernel compiled for an older GPU (its wait is
-// empty), or a capture whose last node is not a kernel. The emulator runs it as an ordinary
-// launch.
+// empty), or a capture whose last node is not a kernel. The emulator runs it in turn like any
+// launch and checks its accesses before the wait (simt::launch_overlapped).
 template <class... P, class... A>
 inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                               A&&... args) {
@@ -123,7 +123,7 @@ inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_
   config.numAttrs = 1;
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
 #elif defined(GRPO_SIMT)
-  CUDA_CHECK(::simt::launch(kernel, grid, block, smem, stream, std::forward<A>(args)...));
+  CUDA_CHECK(::simt::launch_overlapped(kernel, grid, block, smem, stream, std::forward<A>(args)...));
 #endif
 }
 

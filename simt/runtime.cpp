@@ -33,7 +33,16 @@ std::set<CUevent_st*> g_events;
 
 }  // namespace
 
+namespace {
+// Whether the last node to finish was a kernel (a conditional node finishes after its body), and
+// what that said when the running node started.
+bool g_last_kernel = false, g_previous_kernel = false;
+}  // namespace
+
+bool previous_node_was_kernel() { return g_previous_kernel; }
+
 void run_node(const Node& n) {
+  g_previous_kernel = g_last_kernel;
   switch (n.kind) {
     case NodeKind::Kernel:
       run_kernel(n.kernel);
@@ -49,6 +58,7 @@ void run_node(const Node& n) {
       n.op();
       break;
   }
+  g_last_kernel = n.kind == NodeKind::Kernel;
 }
 
 [[noreturn]] void fatal(const std::string& what) {

@@ -32,7 +32,10 @@ struct Node {
   std::shared_ptr<const std::vector<Node>> body;
 };
 
-void run_node(const Node& n);         // runtime.cpp
+void run_node(const Node& n);  // runtime.cpp
+// Whether the node run before the running one was a kernel: an overlapped launch overlaps only
+// a kernel (after a copy, a memset, an event or a conditional node it is an ordinary one).
+bool previous_node_was_kernel();
 void run_conditional(const Node& n);  // graph.cpp: evaluates the handle, runs the body in turn
 
 [[noreturn]] void fatal(const std::string& what);  // prints the report and the seed, aborts

@@ -72,8 +72,13 @@ unsigned g_cur = 0;                          // linear index of the running thre
 std::vector<std::array<uint32_t, 32>> g_vc;  // per thread: the clocks of its warp's lanes it has seen
 unsigned g_countdown = 1;                    // accesses until the next seeded switch
 size_t g_cluster = 1;                        // blocks per cluster in the running launch
-uint32_t g_cluster_epoch = 0;                // the epoch the last cluster barrier released
-bool g_cluster_synced = false;               // the running cluster passed a cluster barrier
+// An overlapped launch (KernelLaunch::overlapped) right after a kernel: the previous launch's
+// epochs, and which threads of the running block have called grid_dependency_wait.
+bool g_overlapped = false;
+uint32_t g_previous_launch_epoch = 0;
+std::vector<uint8_t> g_waited;
+uint32_t g_cluster_epoch = 0;   // the epoch the last cluster barrier released
+bool g_cluster_synced = false;  // the running cluster passed a cluster barrier
 
 // ---- shared memory: static ranges then the dynamic arena, one flat shadow ----
 struct Span {
@@ -157,6 +162,24 @@ std::string where_global(uintptr_t a, size_t n, bool write) {
   return buf;
 }
 
+// An overlapped kernel's thread before its grid_dependency_wait: an access to a word the
+// previous kernel wrote (or, for a write, read) could run beside that kernel on a GPU.
+void check_before_wait(uintptr_t a, size_t n, bool write, const void* pc) {
+  const auto previous = [](const Access& x) { return x.epoch >= g_previous_launch_epoch && x.epoch < g_launch_epoch; };
+  for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
+    const GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
+    const Access* before = previous(c.w) ? &c.w : (write && previous(c.r) ? &c.r : nullptr);
+    if (before)
+      report("access before wait_for_previous_kernel() to global memory the kernel before it " +
+                 std::string(before == &c.w ? "wrote" : "read") + ": " + where_global(a, n, write),
+             now_access(0, pc), write ? "write" : "read", before,
+             before == &c.w ? "write by the kernel before (launch_overlapped lets them overlap)"
+                            : "read by the kernel before (launch_overlapped lets them overlap)",
+             "a kernel launched overlapped may start while the kernel before it runs: it waits for it "
+             "(wait_for_previous_kernel) before it touches what that kernel writes or reads\n");
+  }
+}
+
 void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* pc) {
   static uintptr_t c_lo = 1, c_hi = 0;  // the allocation of the previous access
   if (a < c_lo || a + n > c_hi) {
@@ -177,6 +200,7 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
             "); SIMT_CHECKS=0 runs without the checks");
     g_gshadow = static_cast<GlobalCell*>(p);
   }
+  if (g_overlapped && !g_waited[g_cur]) check_before_wait(a, n, write, pc);
   for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
     const uintptr_t b0 = std::max(w, a), b1 = std::min(w + 4, a + n);
     const uint32_t mask = ((1u << (b1 - b0)) - 1) << (b0 - w);
@@ -341,6 +365,8 @@ void san_launch_end() { g_k = nullptr; }
 void san_launch_begin(const KernelLaunch& k) {
   g_k = &k;
   g_nthreads = size_t(k.block.x) * k.block.y * k.block.z;
+  g_previous_launch_epoch = g_launch_epoch;
+  g_overlapped = k.overlapped && previous_node_was_kernel() && g_previous_launch_epoch > 0;
   g_launch_epoch = ++g_epoch;
   g_cluster = k.cluster;
   g_cluster_epoch = 0;
@@ -363,6 +389,7 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
     g_remote_touch.assign(g_cluster, Access{});
   }
   g_block_epoch = ++g_epoch;
+  if (g_overlapped) g_waited.assign(g_nthreads, 0);
   // Each lane's own clock starts at 1: an access is ordered before another lane's only once a
   // collective of both raised that lane's view of it.
   g_vc.resize(g_nthreads);
@@ -377,6 +404,10 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
 }
 
 void san_barrier_released() { ++g_epoch; }
+
+void grid_dependency_wait() {
+  if (g_overlapped && g_k) g_waited[g_cur] = 1;
+}
 
 void san_block_park(size_t slot) {
   if (g_parked.size() <= slot) g_parked.resize(slot + 1);

@@ -63,6 +63,7 @@ struct KernelLaunch {
   size_t smem;
   std::function<void()> body;  // one thread's work: calls the kernel on its frozen arguments
   unsigned cluster = 1;        // blocks per thread-block cluster, along x (launch_cluster)
+  bool overlapped = false;     // launch_overlapped: may start before the kernel before it ends
 };
 cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream);
 
@@ -91,6 +92,12 @@ unsigned cluster_size();  // the running launch's blocks per cluster
 // arena is mapped (each block of a cluster has its own; static __shared__ variables are swapped
 // in and out between the blocks' phases); anything else aborts, as does a rank past the cluster.
 void* map_shared_rank(const void* p, unsigned rank);
+// A kernel launched overlapped (simt::launch_overlapped) waits here for the kernel before it
+// (core/grid_dependency.cuh's wait_for_previous_kernel). That kernel has finished already: the
+// emulator runs kernels one after another. The checks note that the calling thread has waited:
+// before that, its accesses to global memory that the kernel before it wrote (or, for a write,
+// read) are reported.
+void grid_dependency_wait();
 
 // Warp intrinsics are macros expanding to At{__FILE__, __LINE__}.op(...), so that an abort
 // report names the call site while default arguments (width, mask) still work.
@@ -147,6 +154,21 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
   auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
   detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
                          [kernel, frozen] { std::apply(kernel, *frozen); }};
+  return detail::submit_kernel(std::move(k), stream);
+}
+
+// The same as a programmatic dependent launch (cudaLaunchKernelEx with
+// cudaLaunchAttributeProgrammaticStreamSerialization, core/launch.h's launch_overlapped): run
+// in turn like any launch, but checked as one that may start while the kernel before it still
+// runs, where that kernel is the node just before it (grid_dependency_wait).
+template <class... P, class... A>
+cudaError_t launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                              A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "simt::launch_overlapped: wrong number of kernel arguments");
+  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
+  detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
+                         [kernel, frozen] { std::apply(kernel, *frozen); }};
+  k.overlapped = true;
   return detail::submit_kernel(std::move(k), stream);
 }
 
