@@ -162,11 +162,12 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
 // The next step's trunk, after the game's barrier: h0 = obs W_in^T, Welford over gelu(h0), then
 // h1. A group of four outputs takes input d's four weights from W_in transposed (p.fc_in_w_t,
 // kernels/fc_in.h) in one 16-byte load that its warp's neighbours continue, a chunk of inputs'
-// loads in flight at once (h0_sums: two round trips for the presets' D = 10 at one or two groups a
-// thread, five past that). Each sum runs over d ascending from 0, kernels/fc_in.h's order. h0 goes out only when the
-// loss pass reads it (s.next.h0 set: Ops::Rollout::keep_h0). The first G groups stay in registers (h0 computed again
-// past G = 2: 32 floats a thread through the LayerNorm's reduction would not fit 5 blocks' registers an SM); a later
-// group's h0 is read back from its store or computed again, and its GELU computed again.
+// loads in flight at once (h0_sums: two round trips for the presets' D = 10 at one or two
+// groups a thread, five past that). Each sum runs over d ascending from 0, kernels/fc_in.h's
+// order. h0 goes out only when the loss pass reads it (s.next.h0 set: Ops::Rollout::keep_h0).
+// The first G groups stay in registers (h0 computed again past G = 2: 32 floats a thread
+// through the LayerNorm's reduction would not fit 5 blocks' registers an SM); a later group's
+// h0 is read back from its store or computed again, and its GELU computed again.
 template <bool kVec, unsigned G, class H1Copy>
 __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p, size_t row, StepShared& sh,
                                   const H1Copy& h1_copy) {
