@@ -24,6 +24,19 @@ inline void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
 #endif
 }
 
+// A cudaLaunchKernelEx configuration with the one attribute `attr`, which the caller keeps.
+inline cudaLaunchConfig_t config_with(dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                      cudaLaunchAttribute& attr) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &attr;
+  config.numAttrs = 1;
+  return config;
+}
+
 // A launch of clusters of `cluster` blocks along x, for cudaLaunchKernelEx and
 // cudaOccupancyMaxActiveClusters; the configuration points at `attr`, which the caller keeps.
 inline cudaLaunchConfig_t cluster_config(dim3 grid, dim3 block, size_t smem, cudaStream_t stream, unsigned cluster,
@@ -33,14 +46,7 @@ inline cudaLaunchConfig_t cluster_config(dim3 grid, dim3 block, size_t smem, cud
   attr.val.clusterDim.x = cluster;
   attr.val.clusterDim.y = 1;
   attr.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
-  return config;
+  return config_with(grid, block, smem, stream, attr);
 }
 
 // The same with the blocks in thread-block clusters of `cluster` blocks along x (sm_90; grid.x a
@@ -114,13 +120,7 @@ inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attr.val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = smem;
-  config.stream = stream;
-  config.attrs = &attr;
-  config.numAttrs = 1;
+  const cudaLaunchConfig_t config = config_with(grid, block, smem, stream, attr);
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
 #elif defined(GRPO_SIMT)
   CUDA_CHECK(::simt::launch_overlapped(kernel, grid, block, smem, stream, std::forward<A>(args)...));

@@ -146,15 +146,22 @@ struct At {
 
 }  // namespace detail
 
-// Enqueues `kernel` on `stream` (or records it into the stream's capture). The arguments are
-// converted to the kernel's parameter types and copied by value now, as <<<>>> does.
+namespace detail {
+// A launch of `kernel` whose arguments are converted to the kernel's parameter types and copied
+// by value now, as <<<>>> does.
+template <class... P, class... A>
+KernelLaunch frozen_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, A&&... args) {
+  static_assert(sizeof...(P) == sizeof...(A), "simt: wrong number of kernel arguments");
+  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
+  return KernelLaunch{reinterpret_cast<const void*>(kernel), grid, block, smem,
+                      [kernel, frozen] { std::apply(kernel, *frozen); }};
+}
+}  // namespace detail
+
+// Enqueues `kernel` on `stream` (or records it into the stream's capture).
 template <class... P, class... A>
 cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream, A&&... args) {
-  static_assert(sizeof...(P) == sizeof...(A), "simt::launch: wrong number of kernel arguments");
-  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
-  detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
-                         [kernel, frozen] { std::apply(kernel, *frozen); }};
-  return detail::submit_kernel(std::move(k), stream);
+  return detail::submit_kernel(detail::frozen_launch(kernel, grid, block, smem, std::forward<A>(args)...), stream);
 }
 
 // The same as a programmatic dependent launch (cudaLaunchKernelEx with
@@ -164,10 +171,7 @@ cudaError_t launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cud
 template <class... P, class... A>
 cudaError_t launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                               A&&... args) {
-  static_assert(sizeof...(P) == sizeof...(A), "simt::launch_overlapped: wrong number of kernel arguments");
-  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
-  detail::KernelLaunch k{reinterpret_cast<const void*>(kernel), grid, block, smem,
-                         [kernel, frozen] { std::apply(kernel, *frozen); }};
+  detail::KernelLaunch k = detail::frozen_launch(kernel, grid, block, smem, std::forward<A>(args)...);
   k.overlapped = true;
   return detail::submit_kernel(std::move(k), stream);
 }
@@ -178,14 +182,8 @@ cudaError_t launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_
 template <class... P, class... A>
 cudaError_t launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                            unsigned cluster, A&&... args) {
-  static_assert(sizeof...(P) == sizeof...(A), "simt::launch_cluster: wrong number of kernel arguments");
-  auto frozen = std::make_shared<const std::tuple<std::decay_t<P>...>>(std::forward<A>(args)...);
-  detail::KernelLaunch k{reinterpret_cast<const void*>(kernel),
-                         grid,
-                         block,
-                         smem,
-                         [kernel, frozen] { std::apply(kernel, *frozen); },
-                         cluster};
+  detail::KernelLaunch k = detail::frozen_launch(kernel, grid, block, smem, std::forward<A>(args)...);
+  k.cluster = cluster;
   return detail::submit_kernel(std::move(k), stream);
 }
 
