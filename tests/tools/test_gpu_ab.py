@@ -1,7 +1,5 @@
 """tools/gpu_ab without a GPU: prepare's archive and its refusal of a bad commit, the comparison
 of the benches' JSON documents, and a dry run's order of builds and runs."""
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
@@ -10,19 +8,12 @@ import tarfile
 import tempfile
 import unittest
 
+from tests.tools.tool_module import load_tool
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "gpu_ab")
 
-
-def load_tool():
-    loader = importlib.machinery.SourceFileLoader("gpu_ab", TOOL)
-    spec = importlib.util.spec_from_loader("gpu_ab", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-ab = load_tool()
+ab = load_tool("gpu_ab")
 
 
 def tool(args, ab_dir):

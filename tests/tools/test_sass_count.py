@@ -1,27 +1,18 @@
 """tools/sass_count without nvcc or the disassembler: its reading of nvdisasm's output (which
 instruction belongs to which kernel and inline chain), the charging of instructions to a file's
 lines, and its refusals of bad arguments."""
-import importlib.machinery
-import importlib.util
 import os
 import random
 import subprocess
 import sys
 import unittest
 
+from tests.tools.tool_module import load_tool
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "sass_count")
 
-
-def load_tool():
-    loader = importlib.machinery.SourceFileLoader("sass_count", TOOL)
-    spec = importlib.util.spec_from_loader("sass_count", loader)
-    mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
-
-
-sc = load_tool()
+sc = load_tool("sass_count")
 OPS = ["FFMA", "IMAD.WIDE.U32", "LDG.E.128", "ISETP.GE.AND", "BRA", "MUFU.EX2", "BAR.SYNC.DEFER_BLOCKING"]
 
 
