@@ -1,0 +1,106 @@
+// The emulator's checks on device memory (sanitizer.cpp has the rules they share): one shadow cell
+// per 4-byte word of the arena (memory.cpp), mapped on demand, holding its last write and last
+// read; an access outside every live allocation, a race between two threads of a launch, and an
+// overlapped kernel's access before its wait to what the kernel before it touched are reported.
+#include <cerrno>
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <sys/mman.h>
+
+#include "simt/sanitizer_state.h"
+
+namespace simt::detail {
+namespace san {
+namespace {
+
+struct GlobalCell {  // one 4-byte word of the device arena
+  Access w, r;
+};
+GlobalCell* g_gshadow = nullptr;
+
+// A race between `old` and the running thread's access `now` to one word.
+bool conflicts(const Access& old, const Access& now) {
+  return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask) && !ordered(old);
+}
+
+std::string where_global(uintptr_t a, size_t n, bool write) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%s of %zu bytes at 0x%" PRIxPTR, write ? "write" : "read", n, a);
+  return buf;
+}
+
+// An overlapped kernel's thread before its grid_dependency_wait: an access to a word the
+// previous kernel wrote (or, for a write, read) could run beside that kernel on a GPU.
+void check_before_wait(uintptr_t a, size_t n, bool write, const void* pc) {
+  const auto previous = [](const Access& x) { return x.epoch >= g_previous_launch_epoch && x.epoch < g_launch_epoch; };
+  for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
+    const GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
+    const Access* before = previous(c.w) ? &c.w : (write && previous(c.r) ? &c.r : nullptr);
+    if (before)
+      report("access before wait_for_previous_kernel() to global memory the kernel before it " +
+                 std::string(before == &c.w ? "wrote" : "read") + ": " + where_global(a, n, write),
+             now_access(0, pc), write ? "write" : "read", before,
+             before == &c.w ? "write by the kernel before (launch_overlapped lets them overlap)"
+                            : "read by the kernel before (launch_overlapped lets them overlap)",
+             "a kernel launched overlapped may start while the kernel before it runs: it waits for it "
+             "(wait_for_previous_kernel) before it touches what that kernel writes or reads\n");
+  }
+}
+
+}  // namespace
+
+void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* pc) {
+  static uintptr_t c_lo = 1, c_hi = 0;  // the allocation of the previous access
+  if (a < c_lo || a + n > c_hi) {
+    if (!device_allocation_of(a, n, &c_lo, &c_hi)) {
+      c_lo = 1, c_hi = 0;
+      Access now = now_access(0, pc);
+      report("out-of-bounds global memory access: " + where_global(a, n, write) + ", " + nearest_device_allocation(a),
+             now, write ? "write" : "read", nullptr, nullptr, nullptr);
+    }
+  }
+  if (atomic) return;
+  if (!g_gshadow) {
+    const size_t bytes = (g_arena_hi - g_arena_lo) / 4 * sizeof(GlobalCell);
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      fatal("cannot reserve " + std::to_string(bytes >> 30) +
+            " GiB of address space for the shadow of device memory (" + std::strerror(errno) +
+            "); SIMT_CHECKS=0 runs without the checks");
+    g_gshadow = static_cast<GlobalCell*>(p);
+  }
+  if (g_overlapped && !g_waited[g_cur]) check_before_wait(a, n, write, pc);
+  for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
+    const uintptr_t b0 = std::max(w, a), b1 = std::min(w + 4, a + n);
+    const uint32_t mask = ((1u << (b1 - b0)) - 1) << (b0 - w);
+    GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
+    const Access now = now_access(mask, pc);
+    const char* hint =
+        "threads of different blocks are never ordered within one launch (but by a cluster barrier "
+        "of a cluster of both); threads of one block are ordered by __syncthreads, lanes of a warp "
+        "by a warp collective of both\n";
+    if (conflicts(c.w, now))
+      report("data race on global memory: " + where_global(a, n, write), now, write ? "write" : "read", &c.w,
+             "earlier write", hint);
+    if (write) {
+      if (conflicts(c.r, now))
+        report("data race on global memory: " + where_global(a, n, write), now, "write", &c.r, "earlier read", hint);
+      c.w = now;
+    } else {
+      c.r = now;
+    }
+  }
+}
+
+}  // namespace san
+
+void san_device_freed(uintptr_t lo, size_t n) {
+  using namespace san;
+  if (g_gshadow) madvise(&g_gshadow[(lo - g_arena_lo) / 4], n / 4 * sizeof(GlobalCell), MADV_DONTNEED);
+}
+
+}  // namespace simt::detail
