@@ -7,7 +7,9 @@
 // through distributed shared memory: the product writes each a1 element into the shared memory
 // of the block that runs its game, and the step writes each h1 row into every block's staged
 // rows, so no step waits for L2 but the first (step 0's h1). Both also go to global memory, for
-// the loss pass.
+// the loss pass, copied by the game's block from its shared memory right after the barrier that
+// completes them: each barrier's release waits for the thread's stores, and these then have a
+// phase to land in.
 //
 // Each a1 element is one fmaf chain over k ascending from 0, plus 0 (the bias the few-row kernel
 // adds, absent here): the sums of kernels/matmul_few_rows.cu (rollout_cluster_product.cuh), and
@@ -76,6 +78,20 @@ __device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src
     copy_rows<T>(dst, stride, src, rows, H);
 }
 
+// The rows of the block's games (game rows rank, rank + C, ... of the cluster, at from + (i / C)
+// pitch in shared memory where by_owner, else at from + i pitch) to global memory at to + g H (g
+// the game), right after a cluster barrier: the stores then have a phase to complete in before
+// the next barrier, whose release waits for every store of the thread.
+template <class T>
+__device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pitch, bool by_owner, unsigned g0,
+                                              unsigned g1, unsigned rank, unsigned C, unsigned H) {
+  for (unsigned g = g0 + rank; g < g1; g += C) {
+    const unsigned i = g - g0;
+    const T* row = from + size_t(by_owner ? i / C : i) * pitch;
+    for (unsigned c = threadIdx.x; c < H; c += kStepThreads) to[size_t(g) * H + c] = row[c];
+  }
+}
+
 // The parameters rollout_step_block reads every step, kept in shared memory for all T steps
 // ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
 // float4 paths need). From L2 they cost the step two round trips or more (fc_in's rows after
@@ -95,25 +111,24 @@ struct OnChipParams {
 };
 
 // Where the block's product puts a1 element (row, col) of a step (row of the cluster's games,
-// col of the block's columns): the step's a1 in global memory, which the loss pass reads, and the
-// a1 rows of the block that runs the game (game row i on block i % C, its row i / C there),
-// through distributed shared memory.
+// col of the block's columns): into the a1 rows of the block that runs the game (game row i on
+// block i % C, its row i / C there), through distributed shared memory. That block copies its
+// rows to global memory, for the loss pass, after the barrier (copy_rows_out).
 struct A1Out {
-  float* global;  // (row, col) at global[row * H + col]
-  unsigned H;
   float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
   unsigned pitch, C;
   __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
-    global[size_t(row) * H + col] = v;
     *cluster_map_shared(rows + size_t(row / C) * pitch + col, row % C) = v;
   }
 };
 
 // The next step's h1 row of game row `row`, four columns at a time, into that row of the staged
-// h1 rows (xs) of every block of the cluster, rounded as the global copy the product would
-// otherwise stage (T: fp32 or bf16).
+// h1 rows (xs) of every block of the cluster, rounded as the global copy (T: fp32 or bf16). The
+// trunk does not store the row in global memory: the game's block copies it there from xs after
+// the barrier (copy_rows_out).
 template <class T>
 struct H1ToCluster {
+  static constexpr bool kGlobal = false;
   T* xs;
   unsigned stride, row, C;
   __device__ __forceinline__ void operator()(unsigned col0, unsigned n, const float (&v)[4]) const {
@@ -169,16 +184,20 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   stage_rows(p.ln_beta, H, s.p.ln_beta, 1, H);
   if (threadIdx.x < unsigned(kActions)) p.fc_out_b[threadIdx.x] = s.p.fc_out_b[threadIdx.x];
   stage_rows(xs, stride, X + size_t(g0) * H, rows, H);  // step 0's; the later steps' come from the blocks
+  // Where the trunk's h1 rows go in global memory (step t + 1's at rows t N.. of s.next's).
+  T* const h1_out = reinterpret_cast<T*>(sizeof(T) == sizeof(float) ? static_cast<void*>(s.next.h1)
+                                                                    : static_cast<void*>(s.next.h1_bf16));
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory may be written
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
-    const A1Out out{s.now.a1 + (shift + g0) * H + c0, H, a1s + c0, at.a1_pitch, C};
+    const A1Out out{a1s + c0, at.a1_pitch, C};
     if constexpr (kMma)
       product_mma(xs, ws, rows, cols, H, out);
     else
       product(xs, ws, rows, cols, width, H, out);
     GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
+    copy_rows_out(s.now.a1 + shift * H, a1s, at.a1_pitch, true, g0, g1, rank, C, H);
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
@@ -188,6 +207,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       __syncthreads();  // sh is the next game's
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
+    if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, false, g0, g1, rank, C, H);
   }
 }
 
@@ -332,6 +352,11 @@ void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first,
                                 std::to_string(first.H) + " are not the few-row product's shape");
   if (product == ClusterProduct::TensorCores && !first.p.fc1_w_bf16)
     throw std::invalid_argument("rollout_cluster_cuda: the product on tensor cores needs bf16 operands");
+  // The kernel copies h1 rows of its operands' type to global memory: bf16 exactly where the
+  // trunk would write the bf16 copy.
+  if ((first.p.fc1_w_bf16 != nullptr) != (first.next.h1_bf16 != nullptr) ||
+      (first.p.fc1_w_bf16 != nullptr) != (first.now.h1_bf16 != nullptr))
+    throw std::invalid_argument("rollout_cluster_cuda: h1's bf16 copies and fc1.weight's go together");
   if (first.N == 0) return;
   const auto X = static_cast<const Bf16*>(first.now.h1_bf16);
   const auto W = static_cast<const Bf16*>(first.p.fc1_w_bf16);

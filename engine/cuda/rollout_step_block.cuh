@@ -37,9 +37,11 @@ struct StepShared {
 };
 
 // Where else the next step's h1 goes, four columns at a time (col0, n <= 4 of them, the values
-// before any rounding to bf16): nowhere for the stepwise kernel; the cluster kernel also writes
-// the row into every block's staged h1 rows (rollout_cluster.cu).
+// before any rounding to bf16): nowhere for the stepwise kernel; the cluster kernel writes the
+// row into every block's staged h1 rows instead (rollout_cluster.cu), and copies it to global
+// memory itself later (kGlobal false: the trunk does not store it there).
 struct NoH1Copy {
+  static constexpr bool kGlobal = true;
   __device__ __forceinline__ void operator()(unsigned, unsigned, const float (&)[4]) const {}
 };
 
@@ -264,10 +266,12 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) out[k] = v[k] + (gvc[k] - mu) * rs * ga[k] + be[k];
     h1_copy(4 * c, n, out);
-    if (h1_bf16)
-      store4_bf16(h1_bf16 + 4 * c, n, kVec, out);
-    else
-      store4(h1 + 4 * c, n, kVec, out);
+    if constexpr (H1Copy::kGlobal) {
+      if (h1_bf16)
+        store4_bf16(h1_bf16 + 4 * c, n, kVec, out);
+      else
+        store4(h1 + 4 * c, n, kVec, out);
+    }
   };
   if constexpr (G > 2) h0_first(h0v);
 #pragma unroll
