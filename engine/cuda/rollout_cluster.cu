@@ -187,7 +187,8 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   // Where the trunk's h1 rows go in global memory (step t + 1's at rows t N.. of s.next's).
   T* const h1_out = reinterpret_cast<T*>(sizeof(T) == sizeof(float) ? static_cast<void*>(s.next.h1)
                                                                     : static_cast<void*>(s.next.h1_bf16));
-  GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory may be written
+  const uint32_t epoch = *s.epoch;  // once: after every cluster barrier it would come from L2 again
+  GRPO_CLUSTER_SYNC();              // every block of the cluster has started: its shared memory may be written
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
@@ -202,7 +203,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
-      rollout_step_block<kVec, 1>(cfg, s, p, t, shift, g, t + 1 == steps, sh, a1s + size_t(i / C) * at.a1_pitch,
+      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, t + 1 == steps, sh, a1s + size_t(i / C) * at.a1_pitch,
                                   H1ToCluster<T>{xs, stride, i, C});
       __syncthreads();  // sh is the next game's
     }

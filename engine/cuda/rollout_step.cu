@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
-  rollout_step_block<kVec>(cfg, s, s.p, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr, NoH1Copy{},
+  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr, NoH1Copy{},
                            AfterProduct{});
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival

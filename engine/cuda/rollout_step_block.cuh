@@ -289,8 +289,10 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   }
 }
 
-// Step t of game g: s holds step 0's pointers, or step t's with shift 0; rows shift.. are step
-// t's. The last step (last) writes no next trunk. p: the parameters it reads (fc_in_w_t, ln_gamma,
+// Step t of game g in epoch `epoch` (*s.epoch, read by the caller: the cluster kernel reads it
+// once for all its steps, where every step would wait for it from L2 after a cluster barrier):
+// s holds step 0's pointers, or step t's with shift 0; rows shift.. are step t's. The last step
+// (last) writes no next trunk. p: the parameters it reads (fc_in_w_t, ln_gamma,
 // ln_beta, fc1_b, fc_out_w, fc_out_b), s.p's or a copy of them in shared memory, aligned as
 // s.p's are (kVec; fc_in_w_t 16-byte aligned always, its rows padded to 4). a1_row: the game's a1
 // row, s.now.a1's or a copy (16-byte aligned where kVec). A thread keeps up to kKeep groups of
@@ -300,11 +302,10 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 // a caller that runs it again first passes a __syncthreads.
 template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
-                                          uint32_t t, size_t shift, unsigned g, bool last, StepShared& sh,
-                                          const float* a1_row = nullptr, const H1Copy& h1_copy = H1Copy{},
-                                          const Ready& ready = Ready{}) {
+                                          uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
+                                          StepShared& sh, const float* a1_row = nullptr,
+                                          const H1Copy& h1_copy = H1Copy{}, const Ready& ready = Ready{}) {
   const unsigned H = unsigned(s.H);
-  const uint32_t epoch = *s.epoch;
   // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
   // the head's.
   float b_out[kActions];
