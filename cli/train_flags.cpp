@@ -80,12 +80,17 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_flag("--rollout-loop,!--no-rollout-loop", f.rollout_loop,
                "cuda: capture the rollout's steps as one WHILE node (where the product takes the few-row "
                "kernel) instead of two nodes a step: fewer nodes, slower on an H200");
-  app.add_flag("--cluster-rollout", c.rollout_cluster,
-               "cuda: run the whole rollout as one kernel of thread-block clusters (sm_90) where the small "
-               "product fits; the same run bit for bit");
-  app.add_flag("--cluster-rollout-mma", c.rollout_cluster_mma,
-               "cuda: --cluster-rollout with fc1's product on bf16 tensor cores (mma.sync; needs --precision bf16); "
-               "the sums round differently from the steps' in the last places");
+  auto* cluster = app.add_flag("--cluster-rollout", c.rollout_cluster,
+                               "cuda: run the whole rollout as one kernel of thread-block clusters (sm_90) where "
+                               "the small product fits; the same run bit for bit");
+  auto* mma = app.add_flag("--cluster-rollout-mma", c.rollout_cluster_mma,
+                           "cuda: --cluster-rollout with fc1's product on bf16 tensor cores (mma.sync; needs "
+                           "--precision bf16); the sums round differently from the steps' in the last places. "
+                           "The default under --precision bf16");
+  app.add_flag("--no-cluster-rollout", f.no_cluster_rollout,
+               "cuda: the rollout's steps, not the cluster kernel, also under --precision bf16")
+      ->excludes(cluster)
+      ->excludes(mma);
   auto* precision =
       app.add_option_function<std::string>(
              "--precision", [&c](const std::string& v) { c.precision = *parse_precision(v); },
@@ -149,13 +154,22 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";
   // With --resume the precision is the checkpoint's unless given: resume_config validates
-  // --cluster-rollout-mma against that one, not against this default.
+  // --cluster-rollout-mma against that one, not against this default, and applies the rollout's
+  // default once it knows the precision.
   const bool mma = c.rollout_cluster_mma;
   const CLI::Option* resume = app.get_option_no_throw("--resume");  // train has it, info has not
-  if (resume != nullptr && resume->count() > 0) c.rollout_cluster_mma = false;
+  const bool resuming = resume != nullptr && resume->count() > 0;
+  if (resuming) c.rollout_cluster_mma = false;
   c.validate();
   c.rollout_cluster_mma = mma;
+  if (!resuming && !rollout_way_given(app)) c.apply_rollout_default();
   return c;
+}
+
+bool rollout_way_given(const CLI::App& app) {
+  for (const char* flag : {"--cluster-rollout", "--cluster-rollout-mma", "--no-cluster-rollout"})
+    if (app.count(flag) > 0) return true;
+  return false;
 }
 
 }  // namespace grpo

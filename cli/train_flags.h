@@ -15,6 +15,7 @@ struct TrainFlags {
   std::string preset = "reference";
   bool no_graph = false;
   bool rollout_loop = false;
+  bool no_cluster_rollout = false;  // --no-cluster-rollout: the steps, whatever the precision
   std::string backend = "auto";
   std::string algo = "reference";
   std::string lr_schedule;  // empty: the algorithm's default
@@ -23,5 +24,8 @@ struct TrainFlags {
 void add_train_flags(CLI::App& app, TrainFlags& f);
 // Applies the preset, then the flags the user gave explicitly, and validates (UsageError).
 TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f);
+// Whether a flag chose the rollout's way (else TrainConfig::apply_rollout_default applies, once
+// the precision is known: with --resume, the checkpoint's).
+bool rollout_way_given(const CLI::App& app);
 
 }  // namespace grpo

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/errors.h"
+#include "kernels/few_rows.h"
 
 namespace grpo {
 
@@ -12,6 +13,11 @@ void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError(message);
 }
 }  // namespace
+
+void TrainConfig::apply_rollout_default() {
+  if (precision == Precision::Bf16 && linear_forward_takes_few_rows(games(), hidden_size, hidden_size, false))
+    rollout_cluster_mma = true;
+}
 
 void TrainConfig::validate() const {
   game.validate();

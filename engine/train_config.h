@@ -53,13 +53,15 @@ struct TrainConfig {
   bool rollout_loop = false;
   // The whole rollout as one kernel of thread-block clusters where it fits (sm_90, the few-row
   // product's shapes: engine/cuda/rollout_cluster.h), eagerly and in the graph; the same run bit
-  // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off by default until a GPU has
-  // timed it against the loop.
+  // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off unless asked for: in fp32
+  // an H200 ran it slower than the steps unrolled (bench/README.md).
   bool rollout_cluster = false;
   // The cluster kernel's product on bf16 tensor cores (mma.sync; needs Precision::Bf16, and
   // takes the cluster kernel with or without rollout_cluster: cluster_rollout()). Not the steps'
   // bits on a GPU: the tensor cores round their sums their own way, a few units in the last
-  // place (--cluster-rollout-mma; bench_epoch --cluster-rollout mma).
+  // place (--cluster-rollout-mma; bench_epoch --cluster-rollout mma). `grpo train` and `grpo
+  // info` turn it on under --precision bf16 unless a rollout flag says otherwise
+  // (apply_rollout_default); a TrainConfig built in code has it off.
   bool rollout_cluster_mma = false;
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl
@@ -82,6 +84,12 @@ struct TrainConfig {
   // Throws UsageError naming the flag and its accepted range.
   // Whether the rollout runs as the cluster kernel where it fits (either flag).
   bool cluster_rollout() const { return rollout_cluster || rollout_cluster_mma; }
+  // The rollout's way where no flag chose one (--cluster-rollout, --cluster-rollout-mma,
+  // --no-cluster-rollout): under bf16, where the rollout's product is the few-row kernel's shape
+  // (the small preset; not the reference's 544 games), the cluster kernel on tensor cores. On an
+  // H200 it ran the small preset's bf16 epoch 3x as fast as the steps (bench/README.md); it
+  // still falls back to the steps on a device without room for it. fp32 and TF32 keep the steps.
+  void apply_rollout_default();
   void validate() const;
   // The library defaults of the reference, sized for CPU comparisons (docs/spec/training.md).
   void apply_small_preset();

@@ -18,6 +18,7 @@
 
 #include "kernels/activations_colsum.h"
 #include "kernels/bf16.h"
+#include "kernels/few_rows.h"
 #include "kernels/precision.h"
 
 #if defined(GRPO_HAVE_CUDA)
@@ -111,14 +112,10 @@ class Blas {
 };
 
 // linear_forward_cuda takes the few-row kernel (matmul_few_rows.cu) instead of cuBLASLt when
-// linear_forward_takes_few_rows: fp32 (no TF32), 1..256 rows, at least 32 outputs and 32 inputs.
-// That is the rollout's product with fc1 at the small preset (136 rows); the reference's 544
-// rows and the loss pass stay on cuBLASLt. linear_forward_bf16_cuda takes its bf16 variant by
-// the same rule.
+// linear_forward_takes_few_rows (kernels/few_rows.h). linear_forward_bf16_cuda takes its bf16
+// variant by the same rule.
 void linear_forward_cuda(Blas& blas, const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
                          cudaStream_t stream);
-constexpr int kFewRowsMax = 256;
-bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32);
 // The few-row kernel itself (any shape check_linear_shape accepts; tests call it directly).
 void linear_forward_few_rows_cuda(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
                                   cudaStream_t stream);

@@ -29,9 +29,7 @@ constexpr int kTileRows = 16, kTileCols = 32, kTileK = 128, kThreads = 256;
 // One thread's share of a K tile: kXLoads of X's and kWLoads of W's elements.
 constexpr int kXLoads = kTileRows * kTileK / kThreads, kWLoads = kTileCols * kTileK / kThreads;
 static_assert(kTileRows * kTileK % kThreads == 0 && kTileCols * kTileK % kThreads == 0, "whole shares");
-// The narrowest sum linear_forward_takes_few_rows sends here (the shapes the cluster rollout's
-// product matches bit for bit: engine/cuda/rollout_cluster.h).
-constexpr int kMinK = 32;
+static_assert(kFewRowsMinCols == kTileCols, "linear_forward_takes_few_rows asks for a whole tile of columns");
 
 __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
@@ -102,10 +100,6 @@ __global__ void __launch_bounds__(kThreads, 2)
 }
 
 }  // namespace
-
-bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32) {
-  return !tf32 && M >= 1 && M <= kFewRowsMax && N >= kTileCols && K >= kMinK;
-}
 
 namespace {
 template <class T>

@@ -3,8 +3,11 @@
 // before a warm-up epoch has met every cuBLAS shape eagerly.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <utility>
 
@@ -114,6 +117,35 @@ TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
   EXPECT_NE(tf32.find("--cluster-rollout not taken: TF32"), std::string::npos) << tf32;
   const std::string mma = info("--hidden-size 32 --precision bf16 --cluster-rollout-mma");
   EXPECT_NE(mma.find(", bf16, cluster rollout on tensor cores)"), std::string::npos) << mma;
+}
+
+// Under --precision bf16 `grpo train` takes the cluster kernel on tensor cores unless told not
+// to, a resumed run included (its precision the checkpoint's); fp32 keeps the steps.
+TEST(ExecutorCuda, Bf16RunsTakeTheClusterKernelOnTensorCoresByDefault) {
+  GRPO_REQUIRE_DEVICE();
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("grpo_rollout_default_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const auto train = [&](const std::string& flags) {
+    const std::string cmd = std::string(GRPO_BINARY_DIR) + "/grpo train --backend cuda --batch-size 1 --max-steps 2 " +
+                            "--hidden-size 32 --total-epochs 1 --patience 0 " + flags + " 2>&1";
+    std::string out;
+    EXPECT_EQ(command_output(cmd, out), 0) << out;
+    return out.substr(0, out.find('\n'));  // the line that names the executor
+  };
+  const std::string taken = ", bf16, cluster rollout on tensor cores)";
+  EXPECT_NE(train("--precision bf16 --out " + (root / "bf16").string()).find(taken), std::string::npos);
+  EXPECT_EQ(train("--precision bf16 --no-cluster-rollout --out " + (root / "off").string()).find("cluster"),
+            std::string::npos);
+  EXPECT_EQ(train("--out " + (root / "fp32").string()).find("cluster"), std::string::npos);
+  const std::string ckpt = (root / "bf16" / "final.safetensors").string();
+  EXPECT_NE(train("--resume " + ckpt + " --total-epochs 2 --out " + (root / "resumed").string()).find(taken),
+            std::string::npos);
+  EXPECT_EQ(
+      train("--resume " + ckpt + " --total-epochs 2 --no-cluster-rollout --out " + (root / "resumed_off").string())
+          .find("cluster"),
+      std::string::npos);
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -1,0 +1,18 @@
+// Which products the few-row kernel (kernels/matmul_few_rows.cu) takes instead of cuBLASLt:
+// fp32 or bf16 operands (no TF32), 1..kFewRowsMax rows, at least 32 outputs and 32 inputs. That
+// is the rollout's product with fc1 at the small preset (136 rows); the reference's 544 rows and
+// the loss pass stay on cuBLASLt. Plain arithmetic, so that a configuration (engine/train_config.h)
+// can ask it on a machine without CUDA; the kernel checks its tiles against these bounds.
+#pragma once
+
+namespace grpo {
+
+constexpr int kFewRowsMax = 256;
+constexpr int kFewRowsMinCols = 32;  // one tile of columns
+constexpr int kFewRowsMinK = 32;     // the narrowest sum the cluster rollout's product matches bit for bit
+
+constexpr bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32) {
+  return !tf32 && M >= 1 && M <= kFewRowsMax && N >= kFewRowsMinCols && K >= kFewRowsMinK;
+}
+
+}  // namespace grpo
