@@ -160,7 +160,7 @@ template <class T, bool kMma, bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 1)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
                            unsigned clusters) {
-  __shared__ StepShared sh;
+  __shared__ StepScratch<1> sh;
   GRPO_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned C = cluster_blocks(), rank = cluster_block_rank(), cluster = blockIdx.x / C;
   const unsigned N = unsigned(s.N), H = unsigned(s.H), stride = smem_stride(H, kMma);
@@ -224,7 +224,7 @@ std::array<const void*, 2> cluster_kernels() {
           reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
 }
 
-// Dynamic shared memory a block may have: the device's opt-in limit less the static StepShared;
+// Dynamic shared memory a block may have: the device's opt-in limit less the static StepScratch;
 // 0 where the device runs no clusters.
 template <class T, bool kMma>
 size_t smem_limit() {
@@ -233,8 +233,8 @@ size_t smem_limit() {
   CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev));
   if (!cluster_launch) return 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  // The static part as compiled (StepShared and whatever the callees declare), not as counted here.
-  size_t fixed = sizeof(StepShared);
+  // The static part as compiled (StepScratch and whatever the callees declare), not as counted here.
+  size_t fixed = sizeof(StepScratch<1>);
   for (const void* kernel : cluster_kernels<T, kMma>()) {
     cudaFuncAttributes f{};
     CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));

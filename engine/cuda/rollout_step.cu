@@ -30,7 +30,7 @@ struct AfterProduct {
 template <bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 5)
     rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop) {
-  __shared__ StepShared sh;
+  __shared__ StepScratch<4> sh;
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;

@@ -36,6 +36,15 @@ struct StepShared {
   float obs[kMaxObs];
 };
 
+// StepShared and, where a thread keeps more than two groups (kKeep > 2: the stepwise kernel),
+// their h0 while the LayerNorm's reduction runs: 32 floats a thread would not fit 5 blocks'
+// registers an SM, and computing them again costs D FMAs an element and W_in's loads again. A
+// thread reads back only what it wrote itself.
+template <unsigned kKeep>
+struct StepScratch : StepShared {
+  float4 h0[kKeep > 2 ? kKeep* kStepThreads : 1];
+};
+
 // Where else the next step's h1 goes, four columns at a time (col0, n <= 4 of them, the values
 // before any rounding to bf16): nowhere for the stepwise kernel; the cluster kernel writes the
 // row into every block's staged h1 rows instead (rollout_cluster.cu), and copies it to global
@@ -167,12 +176,12 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
 // loads in flight at once (h0_sums: two round trips for the presets' D = 10 at one or two
 // groups a thread, five past that). Each sum runs over d ascending from 0, kernels/fc_in.h's
 // order. h0 goes out only when the loss pass reads it (s.next.h0 set: Ops::Rollout::keep_h0).
-// The first G groups stay in registers (h0 computed again past G = 2: 32 floats a thread
-// through the LayerNorm's reduction would not fit 5 blocks' registers an SM); a later group's
-// h0 is read back from its store or computed again, and its GELU computed again.
+// The first G groups stay in registers (past G = 2 their h0 waits in h0_stash, G kStepThreads
+// float4, through the LayerNorm's reduction: StepScratch); a later group's h0 is read back from
+// its store or computed again, and its GELU computed again.
 template <bool kVec, unsigned G, class H1Copy>
 __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p, size_t row, StepShared& sh,
-                                  const H1Copy& h1_copy) {
+                                  float4* h0_stash, const H1Copy& h1_copy) {
   using namespace row_welford_ops;
   const Columns<kVec> cols(unsigned(s.H));
   const auto has = [&](unsigned i) { return cols.has(G, i); };
@@ -247,7 +256,11 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   h0_first(h0v);
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (has(i)) welford_group(cols.group(i), h0v[i], gv[i]);
+    if (has(i)) {
+      welford_group(cols.group(i), h0v[i], gv[i]);
+      if constexpr (G > 2)
+        h0_stash[i * kStepThreads + cols.tid] = make_float4(h0v[i][0], h0v[i][1], h0v[i][2], h0v[i][3]);
+    }
   for (unsigned c = cols.group(G); c < cols.groups; c += kStepThreads) {
     float v[4], gvc[4];
     h0_group(c, v);
@@ -273,10 +286,15 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
         store4(h1 + 4 * c, n, kVec, out);
     }
   };
-  if constexpr (G > 2) h0_first(h0v);
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
-    if (has(i)) output_group(cols.group(i), h0v[i], gv[i]);
+    if (has(i)) {
+      if constexpr (G > 2) {
+        const float4 v = h0_stash[i * kStepThreads + cols.tid];
+        h0v[i][0] = v.x, h0v[i][1] = v.y, h0v[i][2] = v.z, h0v[i][3] = v.w;
+      }
+      output_group(cols.group(i), h0v[i], gv[i]);
+    }
   for (unsigned c = cols.group(G); c < cols.groups; c += kStepThreads) {
     float v[4], gvc[4];
     if (h0)
@@ -303,7 +321,7 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
-                                          StepShared& sh, const float* a1_row = nullptr,
+                                          StepScratch<kKeep>& sh, const float* a1_row = nullptr,
                                           const H1Copy& h1_copy = H1Copy{}, const Ready& ready = Ready{}) {
   const unsigned H = unsigned(s.H);
   // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
@@ -318,7 +336,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if (threadIdx.x == 0) step_game(cfg, s, b_out, epoch, t, shift, g, last, sh);
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
-  with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, h1_copy); });
+  with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, h1_copy); });
 }
 
 // Whether the float4 paths may run: H a multiple of 4 and every row pointer they touch aligned.
