@@ -21,6 +21,7 @@
 #include "kernels/layernorm.h"
 #include "kernels/policy_head.h"
 #include "kernels/welford.cuh"
+#include "core/prefetch.cuh"
 #include "core/vector_access.h"
 
 namespace grpo::rollout_step_detail {
@@ -307,6 +308,24 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   }
 }
 
+// While thread 0 plays the game, the trunk's parameters at the thread's columns come into L1:
+// W_in's D rows (transposed), LayerNorm's gamma and beta. A prefetch holds no register, so the
+// trunk's loads find them in L1 once the game is over instead of each waiting on L2 (a kernel
+// starts with none of them in L1). Only where p is s.p's, in global memory (the cluster kernel
+// reads copies on chip), and a thread has at most two groups (the small preset's one): past that
+// five blocks an SM hide the round trips, and the prefetches would add to an issue-bound step.
+template <bool kVec>
+__device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamViews& p) {
+  const Columns<kVec> cols(unsigned(s.H));
+  if (p.fc_in_w_t != s.p.fc_in_w_t || cols.groups > 2 * kStepThreads) return;
+  const unsigned pitch = fc_in_t_pitch(int(cols.H));
+  for (unsigned c = cols.tid; c < cols.groups; c += kStepThreads) {
+    for (int d = 0; d < s.D; ++d) prefetch_l1(p.fc_in_w_t + size_t(d) * pitch + 4 * c);
+    prefetch_l1(p.ln_gamma + 4 * c);
+    prefetch_l1(p.ln_beta + 4 * c);
+  }
+}
+
 // Step t of game g in epoch `epoch` (*s.epoch, read by the caller: the cluster kernel reads it
 // once for all its steps, where every step would wait for it from L2 after a cluster barrier):
 // s holds step 0's pointers, or step t's with shift 0; rows shift.. are step t's. The last step
@@ -333,6 +352,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, ready); });
   __syncthreads();
+  if (!last) prefetch_trunk<kVec>(s, p);
   if (threadIdx.x == 0) step_game(cfg, s, b_out, epoch, t, shift, g, last, sh);
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
