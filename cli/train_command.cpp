@@ -162,7 +162,6 @@ int run_train(CLI::App& app, const TrainCommandState& st) {
                        ": the file holds parameters only (no AdamW moments): it cannot be resumed");
     const fs::path dir = fs::path(st.resume).parent_path();
     c = resume_config(st.resume, ck, c, given, dir.empty() ? "." : dir.string());
-    if (!rollout_way_given(app)) c.apply_rollout_default();  // with the checkpoint's precision
   }
   const uint32_t start_epoch = resuming ? ck.state.scalars.epoch : 0;
 

@@ -154,8 +154,8 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
   c.backend = f.backend == "cuda" ? Backend::Cuda : f.backend == "host" ? Backend::Host : Backend::Auto;
   if (c.metrics_path.empty()) c.metrics_path = c.out_dir + "/metrics.jsonl";
   // With --resume the precision is the checkpoint's unless given: resume_config validates
-  // --cluster-rollout-mma against that one, not against this default, and applies the rollout's
-  // default once it knows the precision.
+  // --cluster-rollout-mma against that one, not against this default, and keeps the checkpoint's
+  // rollout way unless a flag chose one.
   const bool mma = c.rollout_cluster_mma;
   const CLI::Option* resume = app.get_option_no_throw("--resume");  // train has it, info has not
   const bool resuming = resume != nullptr && resume->count() > 0;
@@ -167,7 +167,7 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
 }
 
 bool rollout_way_given(const CLI::App& app) {
-  for (const char* flag : {"--cluster-rollout", "--cluster-rollout-mma", "--no-cluster-rollout"})
+  for (const char* flag : kRolloutWayFlags)
     if (app.count(flag) > 0) return true;
   return false;
 }

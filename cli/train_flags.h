@@ -24,8 +24,8 @@ struct TrainFlags {
 void add_train_flags(CLI::App& app, TrainFlags& f);
 // Applies the preset, then the flags the user gave explicitly, and validates (UsageError).
 TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f);
-// Whether a flag chose the rollout's way (else TrainConfig::apply_rollout_default applies, once
-// the precision is known: with --resume, the checkpoint's).
+// Whether a flag of kRolloutWayFlags chose the rollout's way (else a fresh run takes
+// TrainConfig::apply_rollout_default, a resumed one its checkpoint's way).
 bool rollout_way_given(const CLI::App& app);
 
 }  // namespace grpo

@@ -84,8 +84,8 @@ struct TrainConfig {
   // Throws UsageError naming the flag and its accepted range.
   // Whether the rollout runs as the cluster kernel where it fits (either flag).
   bool cluster_rollout() const { return rollout_cluster || rollout_cluster_mma; }
-  // The rollout's way where no flag chose one (--cluster-rollout, --cluster-rollout-mma,
-  // --no-cluster-rollout): under bf16, where the rollout's product is the few-row kernel's shape
+  // The rollout's way where no flag of kRolloutWayFlags chose one, in a fresh run (a resumed
+  // one keeps its checkpoint's: resume_config): under bf16, where the rollout's product is the few-row kernel's shape
   // (the small preset; not the reference's 544 games), the cluster kernel on tensor cores. On an
   // H200 it ran the small preset's bf16 epoch 3x as fast as the steps (bench/README.md); it
   // still falls back to the steps on a device without room for it. fp32 and TF32 keep the steps.
@@ -98,6 +98,11 @@ struct TrainConfig {
   // largest divisor below it.
   void apply_grpo_defaults();
 };
+
+// The flags that choose the rollout's way: the cluster kernel (on tensor cores or not), or the
+// steps (unrolled or in a WHILE loop; either form of --rollout-loop asks for the steps).
+inline constexpr const char* kRolloutWayFlags[] = {"--cluster-rollout", "--cluster-rollout-mma", "--no-cluster-rollout",
+                                                   "--rollout-loop"};
 
 const char* backend_name(Backend b);
 const char* algo_name(Algo a);

@@ -41,6 +41,8 @@ nlohmann::ordered_json config_to_json(const TrainConfig& c) {
           {"backend", backend_name(c.backend)},
           {"use_graph", c.use_graph},
           {"precision", precision_name(c.precision)},
+          {"rollout_cluster", c.rollout_cluster},
+          {"rollout_cluster_mma", c.rollout_cluster_mma},
           {"out_dir", c.out_dir},
           {"metrics_path", c.metrics_path}};
 }
@@ -145,6 +147,12 @@ TrainConfig config_from_json(const nlohmann::json& j) {
     bool tf32 = false;
     read(j, "tf32", tf32);
     c.precision = tf32 ? Precision::Tf32 : Precision::Fp32;
+  }
+  // The rollout's way since bf16 took the cluster kernel by default; older checkpoints ran the
+  // steps unless a flag said otherwise, which they did not record: the steps.
+  if (j.contains("rollout_cluster") || j.contains("rollout_cluster_mma")) {
+    read(j, "rollout_cluster", c.rollout_cluster);
+    read(j, "rollout_cluster_mma", c.rollout_cluster_mma);
   }
   read(j, "out_dir", c.out_dir);
   read(j, "metrics_path", c.metrics_path);

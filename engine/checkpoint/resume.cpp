@@ -62,10 +62,18 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   c.backend = f.backend;
   c.use_graph = f.use_graph;
   c.rollout_loop = f.rollout_loop;
-  c.rollout_cluster = f.rollout_cluster;
-  c.rollout_cluster_mma = f.rollout_cluster_mma;
-  // The numbers a run computes: a bf16 run resumed without the flag stays bf16.
+  // The numbers a run computes: a bf16 run resumed without the flag stays bf16, and one whose
+  // rollout ran on tensor cores (their sums are not the steps') keeps that way unless a flag
+  // chooses one. Tensor cores outside bf16 cannot hold: the steps then.
   if (given("--precision") || given("--tf32")) c.precision = f.precision;
+  bool way_given = false;
+  for (const char* flag : kRolloutWayFlags) way_given = way_given || given(flag);
+  if (way_given) {
+    c.rollout_cluster = f.rollout_cluster;
+    c.rollout_cluster_mma = f.rollout_cluster_mma;
+  } else if (c.precision != Precision::Bf16) {
+    c.rollout_cluster_mma = false;
+  }
   c.out_dir = given("--out") ? f.out_dir : default_out;
   c.metrics_path = given("--metrics") ? f.metrics_path : c.out_dir + "/metrics.jsonl";
   if (ck.state.scalars.lr0 != c.lr || ck.state.scalars.lr_anneal_epochs != c.lr_anneal_epochs())

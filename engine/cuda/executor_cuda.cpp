@@ -64,19 +64,21 @@ class CudaExecutor final : public Executor {
            cluster_note() + ")";
   }
 
-  // --cluster-rollout (-mma) as the run takes it: the kernel where the shape fits, else why not.
+  // The cluster rollout (--cluster-rollout, --cluster-rollout-mma, or bf16's default) as the run
+  // takes it: the kernel where the shape fits, else why not (named without a flag: the default
+  // asks for it too).
   std::string cluster_note() const {
     if (!cfg_.cluster_rollout()) return "";
     const bool bf16 = cfg_.precision == Precision::Bf16, mma = cfg_.rollout_cluster_mma;
-    const std::string flag = mma ? "--cluster-rollout-mma" : "--cluster-rollout";
-    if (cfg_.precision == Precision::Tf32) return ", " + flag + " not taken: TF32 products stay on cuBLASLt";
+    const std::string what = mma ? "the cluster rollout on tensor cores" : "the cluster rollout";
+    if (cfg_.precision == Precision::Tf32) return ", " + what + " not taken: TF32 products stay on cuBLASLt";
     if (!linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size, false))
-      return ", " + flag + " not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
+      return ", " + what + " not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
              std::to_string(cfg_.hidden_size) + " (it takes 1-" + std::to_string(kFewRowsMax) +
              " games, hidden from 32)";
     if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), bf16,
                               mma ? ClusterProduct::TensorCores : ClusterProduct::Fma))
-      return ", " + flag +
+      return ", " + what +
              " not taken: the device runs no clusters, or a block's share of fc1 does not fit its shared memory";
     return mma ? ", cluster rollout on tensor cores" : ", cluster rollout";
   }

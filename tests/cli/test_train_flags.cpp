@@ -49,6 +49,9 @@ TEST(TrainFlags, Fp32AndTf32KeepTheSteps) {
 
 TEST(TrainFlags, AFlagChoosesTheRolloutsWayOverTheDefault) {
   EXPECT_FALSE(resolved({"--precision", "bf16", "--no-cluster-rollout"}).cluster_rollout());
+  // Either form of --rollout-loop asks for the steps.
+  EXPECT_FALSE(resolved({"--preset", "small", "--precision", "bf16", "--rollout-loop"}).cluster_rollout());
+  EXPECT_FALSE(resolved({"--preset", "small", "--precision", "bf16", "--no-rollout-loop"}).cluster_rollout());
   const TrainConfig fmaf = resolved({"--precision", "bf16", "--cluster-rollout"});
   EXPECT_TRUE(fmaf.rollout_cluster);
   EXPECT_FALSE(fmaf.rollout_cluster_mma);

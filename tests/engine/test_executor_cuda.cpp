@@ -112,15 +112,16 @@ TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
   };
   EXPECT_NE(info("--hidden-size 32").find(", cluster rollout)"), std::string::npos);
   const std::string narrow = info("--hidden-size 20");
-  EXPECT_NE(narrow.find("--cluster-rollout not taken: 17 games at hidden 20"), std::string::npos) << narrow;
+  EXPECT_NE(narrow.find("the cluster rollout not taken: 17 games at hidden 20"), std::string::npos) << narrow;
   const std::string tf32 = info("--hidden-size 32 --precision tf32");
-  EXPECT_NE(tf32.find("--cluster-rollout not taken: TF32"), std::string::npos) << tf32;
+  EXPECT_NE(tf32.find("the cluster rollout not taken: TF32"), std::string::npos) << tf32;
   const std::string mma = info("--hidden-size 32 --precision bf16 --cluster-rollout-mma");
   EXPECT_NE(mma.find(", bf16, cluster rollout on tensor cores)"), std::string::npos) << mma;
 }
 
-// Under --precision bf16 `grpo train` takes the cluster kernel on tensor cores unless told not
-// to, a resumed run included (its precision the checkpoint's); fp32 keeps the steps.
+// Under --precision bf16 a fresh `grpo train` takes the cluster kernel on tensor cores unless told
+// not to; fp32 keeps the steps. A resumed run keeps its checkpoint's way unless a flag chooses
+// one, so that it goes on bit for bit.
 TEST(ExecutorCuda, Bf16RunsTakeTheClusterKernelOnTensorCoresByDefault) {
   GRPO_REQUIRE_DEVICE();
   namespace fs = std::filesystem;
@@ -144,6 +145,13 @@ TEST(ExecutorCuda, Bf16RunsTakeTheClusterKernelOnTensorCoresByDefault) {
   EXPECT_EQ(
       train("--resume " + ckpt + " --total-epochs 2 --no-cluster-rollout --out " + (root / "resumed_off").string())
           .find("cluster"),
+      std::string::npos);
+  const std::string steps = (root / "off" / "final.safetensors").string();
+  EXPECT_EQ(train("--resume " + steps + " --total-epochs 2 --out " + (root / "steps_resumed").string()).find("cluster"),
+            std::string::npos);
+  EXPECT_NE(
+      train("--resume " + steps + " --total-epochs 2 --cluster-rollout-mma --out " + (root / "steps_mma").string())
+          .find(taken),
       std::string::npos);
   fs::remove_all(root);
 }
