@@ -43,7 +43,8 @@ struct StepShared {
 // thread reads back only what it wrote itself.
 template <unsigned kKeep>
 struct StepScratch : StepShared {
-  float4 h0[kKeep > 2 ? kKeep* kStepThreads : 1];
+  static constexpr unsigned kSlots = (kKeep > 2) ? kKeep * kStepThreads : 1;
+  float4 h0[kSlots];
 };
 
 // Where else the next step's h1 goes, four columns at a time (col0, n <= 4 of them, the values
