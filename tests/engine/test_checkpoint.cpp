@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "engine/checkpoint/checkpoint.h"
 #include "engine/checkpoint/config.h"
@@ -116,6 +117,30 @@ TEST(Checkpoint, PrecisionRoundTripsAndOlderTf32FlagsLoad) {
   odd["precision"] = "fp16";
   EXPECT_THROW(config_from_json(odd), UsageError);
   odd["precision"] = 16;
+  EXPECT_THROW(config_from_json(odd), UsageError);
+}
+
+// The rollout's way is the run's own too (a resume keeps it): it round-trips, a config from before
+// it holds none and loads as the steps, and one of the pair alone or of another type is refused.
+TEST(Checkpoint, RolloutWayRoundTripsAndOlderConfigsRanTheSteps) {
+  for (const auto& [cluster, mma] : {std::pair{false, false}, std::pair{true, false}, std::pair{false, true}}) {
+    TrainConfig c = tiny_config();
+    c.precision = Precision::Bf16;
+    c.rollout_cluster = cluster, c.rollout_cluster_mma = mma;
+    const TrainConfig back = config_from_json(nlohmann::json::parse(config_to_json(c).dump()));
+    EXPECT_EQ(back.rollout_cluster, cluster);
+    EXPECT_EQ(back.rollout_cluster_mma, mma);
+  }
+  TrainConfig mma = tiny_config();
+  mma.precision = Precision::Bf16;
+  mma.rollout_cluster_mma = true;
+  nlohmann::json old = config_to_json(mma);
+  old.erase("rollout_cluster");
+  EXPECT_THROW(config_from_json(old), UsageError);  // one of the pair alone
+  old.erase("rollout_cluster_mma");
+  EXPECT_FALSE(config_from_json(old).cluster_rollout());
+  nlohmann::json odd = config_to_json(mma);
+  odd["rollout_cluster_mma"] = "yes";
   EXPECT_THROW(config_from_json(odd), UsageError);
 }
 
