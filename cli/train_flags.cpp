@@ -167,9 +167,7 @@ TrainConfig resolve_train_flags(CLI::App& app, const TrainFlags& f) {
 }
 
 bool rollout_way_given(const CLI::App& app) {
-  for (const char* flag : kRolloutWayFlags)
-    if (app.count(flag) > 0) return true;
-  return false;
+  return rollout_way_given([&app](const char* flag) { return app.count(flag) > 0; });
 }
 
 }  // namespace grpo

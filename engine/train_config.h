@@ -103,6 +103,13 @@ struct TrainConfig {
 // steps (unrolled or in a WHILE loop; either form of --rollout-loop asks for the steps).
 inline constexpr const char* kRolloutWayFlags[] = {"--cluster-rollout", "--cluster-rollout-mma", "--no-cluster-rollout",
                                                    "--rollout-loop"};
+// Whether given(flag) holds for one of them (given: the command line's "was this flag given").
+template <class Given>
+bool rollout_way_given(const Given& given) {
+  for (const char* flag : kRolloutWayFlags)
+    if (given(flag)) return true;
+  return false;
+}
 
 const char* backend_name(Backend b);
 const char* algo_name(Algo a);

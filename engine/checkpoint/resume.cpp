@@ -66,9 +66,7 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   // rollout ran on tensor cores (their sums are not the steps') keeps that way unless a flag
   // chooses one. Tensor cores outside bf16 cannot hold: the steps then.
   if (given("--precision") || given("--tf32")) c.precision = f.precision;
-  bool way_given = false;
-  for (const char* flag : kRolloutWayFlags) way_given = way_given || given(flag);
-  if (way_given) {
+  if (rollout_way_given(given)) {
     c.rollout_cluster = f.rollout_cluster;
     c.rollout_cluster_mma = f.rollout_cluster_mma;
   } else if (c.precision != Precision::Bf16) {
