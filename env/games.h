@@ -47,14 +47,17 @@ struct GamesView {
   int32_t* bottomed = nullptr;
   int32_t* caught = nullptr;
 
+  // S (Slots, env/rules.h): the slots to read; Slots<N> only where max_fruits is N.
+  template <class S = AnySlots>
   GRPO_HD GameState load(int g) const {
     GameState s;
     s.sprite_x = sprite_x[g];
     s.active = active[g];
     GRPO_UNROLL
     for (int i = 0; i < kMaxFruitSlots; ++i) {
-      s.fruit_x[i] = i < max_fruits ? fruit_x[static_cast<size_t>(i) * n + g] : 0;
-      s.fruit_y[i] = i < max_fruits ? fruit_y[static_cast<size_t>(i) * n + g] : 0;
+      const bool here = i < S::fruits(max_fruits);
+      s.fruit_x[i] = here ? fruit_x[static_cast<size_t>(i) * n + g] : 0;
+      s.fruit_y[i] = here ? fruit_y[static_cast<size_t>(i) * n + g] : 0;
     }
     s.score = score[g];
     s.steps = steps[g];
@@ -62,12 +65,13 @@ struct GamesView {
     s.caught = caught[g];
     return s;
   }
+  template <class S = AnySlots>
   GRPO_HD void store(int g, const GameState& s) const {
     sprite_x[g] = s.sprite_x;
     active[g] = s.active;
     GRPO_UNROLL
-    for (int i = 0; i < kMaxFruitSlots; ++i) {
-      if (i >= max_fruits) continue;
+    for (int i = 0; i < S::kLoop; ++i) {
+      if (i >= S::fruits(max_fruits)) continue;
       fruit_x[static_cast<size_t>(i) * n + g] = s.fruit_x[i];
       fruit_y[static_cast<size_t>(i) * n + g] = s.fruit_y[i];
     }
@@ -84,14 +88,18 @@ size_t games_state_bytes(const GameConfig& cfg, int n_games);
 // only pointer arithmetic happens here). The block needs 4-byte alignment; 256 is best.
 GamesView make_games_view(const GameConfig& cfg, int n_games, void* block);
 
-// Draws for game `game` at step t, from the mapping above.
+// Draws for game `game` at step t, from the mapping above. S (Slots): Slots<N> only where
+// max_fruits is N; spawn_x[j] past S::kLoop is 0.
+template <class S = AnySlots>
 GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, uint32_t epoch, uint32_t t,
                               uint32_t game) {
+  constexpr int kBlocks = (S::kLoop + 1 + 3) / 4;  // of four words: w_0 .. w_{kLoop}
+  const int fruits = S::fruits(max_fruits);
   StepDraws d;
-  uint32_t w[4 * ((kMaxFruitSlots + 1 + 3) / 4)];
+  uint32_t w[4 * kBlocks];
   GRPO_UNROLL
-  for (int b = 0; b < (kMaxFruitSlots + 1 + 3) / 4; ++b) {
-    if (4 * b > max_fruits) {  // words 4b.. are not needed: w_{max_fruits} is the last one read
+  for (int b = 0; b < kBlocks; ++b) {
+    if (4 * b > fruits) {  // words 4b.. are not needed: w_{max_fruits} is the last one read
       w[4 * b] = w[4 * b + 1] = w[4 * b + 2] = w[4 * b + 3] = 0;
       continue;
     }
@@ -104,7 +112,8 @@ GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, u
   d.coin = bits_to_uniform(w[0]);
   GRPO_UNROLL
   for (int j = 0; j < kMaxFruitSlots; ++j)
-    d.spawn_x[j] = static_cast<int32_t>(bits_to_index(w[j + 1], static_cast<uint32_t>(screen_width)));
+    d.spawn_x[j] =
+        j < S::kLoop ? static_cast<int32_t>(bits_to_index(w[j + 1], static_cast<uint32_t>(screen_width))) : 0;
   return d;
 }
 
@@ -114,41 +123,53 @@ GRPO_HD int32_t start_fruit_x(int screen_width, uint64_t seed, uint32_t epoch, u
 }
 
 // Where a step's draws come from: the Philox streams above, or explicit arrays (the
-// conformance interface): coins[n], spawn_x[n * max_fruits] (row-major per game).
+// conformance interface): coins[n], spawn_x[n * max_fruits] (row-major per game). get<S>(g):
+// game g's, for a step compiled for S (Slots).
 struct PhiloxDrawSource {
   int screen_width, max_fruits;
   uint64_t seed;
   uint32_t epoch, t;
-  GRPO_HD StepDraws operator()(int g) const {
-    return spawn_draws(screen_width, max_fruits, seed, epoch, t, static_cast<uint32_t>(g));
+  template <class S = AnySlots>
+  GRPO_HD StepDraws get(int g) const {
+    return spawn_draws<S>(screen_width, max_fruits, seed, epoch, t, static_cast<uint32_t>(g));
   }
 };
 struct ExplicitDrawSource {
   int max_fruits;
   const float* coins;
   const int32_t* spawn_x;
-  GRPO_HD StepDraws operator()(int g) const {
+  template <class S = AnySlots>
+  GRPO_HD StepDraws get(int g) const {
     StepDraws d;
     d.coin = coins[g];
     GRPO_UNROLL
     for (int j = 0; j < kMaxFruitSlots; ++j)
-      d.spawn_x[j] = j < max_fruits ? spawn_x[static_cast<size_t>(g) * max_fruits + j] : 0;
+      d.spawn_x[j] = j < S::fruits(max_fruits) ? spawn_x[static_cast<size_t>(g) * max_fruits + j] : 0;
     return d;
   }
 };
 
 // Game g: one step with actions[g], reward[g], and (when obs_next is not null) its observation
 // row; obs_copy, when not null, gets the observation too (the fused rollout step's shared
-// memory, which the next step's fc_in reads). The body of both the step kernel and the host loop.
+// memory, which the next step's fc_in reads). The body of both the step kernel and the host loop,
+// compiled for S (Slots); step_one_game picks Slots<3> for the default game.
+template <class S, class Draws>
+GRPO_HD void step_one_game_slots(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions,
+                                 const Draws& draws, uint32_t t, float* reward_out, float* obs_next, float* obs_copy) {
+  const GameState before = v.load<S>(g);
+  const StepResult r = step<S>(cfg, before, actions[g], draws.template get<S>(g));
+  v.store<S>(g, r.state);
+  reward_out[g] = step_reward(t, before.score, r.state);
+  if (obs_next) write_observation<S>(cfg, r.state, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
+  if (obs_copy) write_observation<S>(cfg, r.state, obs_copy);
+}
 template <class Draws>
 GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions, const Draws& draws,
                            uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
-  const GameState before = v.load(g);
-  const StepResult r = step(cfg, before, actions[g], draws(g));
-  v.store(g, r.state);
-  reward_out[g] = step_reward(t, before.score, r.state);
-  if (obs_next) write_observation(cfg, r.state, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
-  if (obs_copy) write_observation(cfg, r.state, obs_copy);
+  if (cfg.max_fruits == kDefaultFruits)
+    step_one_game_slots<Slots<kDefaultFruits>>(cfg, v, g, actions, draws, t, reward_out, obs_next, obs_copy);
+  else
+    step_one_game_slots<AnySlots>(cfg, v, g, actions, draws, t, reward_out, obs_next, obs_copy);
 }
 
 // Game g of a reset: group g / replicas, start fruit x from that group's draw.

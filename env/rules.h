@@ -4,8 +4,9 @@
 //
 // Nothing here draws random numbers: a step takes its draws (one coin, Fmax spawn x values) as
 // an argument, so an independent implementation fed the same draws must agree bit for bit.
-// Loops run over the fixed kMaxFruitSlots bound, fully unrolled, with `i < max_fruits` guards,
-// and never index an array with a runtime value: on the device the state stays in registers.
+// Loops run over a fixed bound (kMaxFruitSlots, with `i < max_fruits` guards, or the exact slot
+// count of Slots<N>), fully unrolled, and never index an array with a runtime value: on the device
+// the state stays in registers.
 #pragma once
 #include <cstdint>
 
@@ -54,12 +55,28 @@ struct StepResult {
   StepEvents events;
 };
 
+// The fruit slots a step's code is compiled for. AnySlots (Slots<0>): any cfg.max_fruits up to
+// kMaxFruitSlots, each loop over all kMaxFruitSlots slots with a run-time test of each. Slots<N>:
+// exactly N, which the caller has checked is cfg.max_fruits (step_one_game, for the default three),
+// each loop N long with nothing to test: the same arithmetic on the same slots, so the same bits,
+// in a third of the instructions on the rollout's one thread that plays a game.
+template <int N>
+struct Slots {
+  static_assert(N >= 0 && N <= kMaxFruitSlots, "Slots<N>: N is 0 (any) or a slot count");
+  static constexpr int kLoop = N > 0 ? N : kMaxFruitSlots;  // slots a loop visits
+  GRPO_HD static int fruits(int max_fruits) { return N > 0 ? N : max_fruits; }
+};
+using AnySlots = Slots<0>;
+constexpr int kDefaultFruits = 3;  // GameConfig's default: the slot count compiled apart
+
 GRPO_HD bool slot_active(const GameState& s, int i) { return (s.active >> i) & 1u; }
 
+// Slots past S::kLoop are never active.
+template <class S = AnySlots>
 GRPO_HD int active_count(const GameState& s) {
   int n = 0;
   GRPO_UNROLL
-  for (int i = 0; i < kMaxFruitSlots; ++i) n += (s.active >> i) & 1u;
+  for (int i = 0; i < S::kLoop; ++i) n += (s.active >> i) & 1u;
   return n;
 }
 
@@ -79,20 +96,22 @@ GRPO_HD GameState start_state(int group, int32_t start_x) {
   return s;
 }
 
-// draws.spawn_x[j] for a runtime j, as a chain of selects (a runtime index would put the
-// array in local memory on the device).
+// draws.spawn_x[j] for a runtime j < S::kLoop, as a chain of selects (a runtime index would put
+// the array in local memory on the device).
+template <class S = AnySlots>
 GRPO_HD int32_t spawn_x_at(const StepDraws& d, int j) {
   int32_t x = d.spawn_x[0];
   GRPO_UNROLL
-  for (int k = 1; k < kMaxFruitSlots; ++k)
+  for (int k = 1; k < S::kLoop; ++k)
     if (k == j) x = d.spawn_x[k];
   return x;
 }
 
-// One step, spec steps 1-7. `action` must be 0, 1 or 2 (callers validate).
+// One step, spec steps 1-7. `action` must be 0, 1 or 2 (callers validate). S: Slots.
+template <class S = AnySlots>
 GRPO_HD StepResult step(const GameConfig& cfg, GameState s, int32_t action, const StepDraws& d) {
   StepEvents ev{0, 0, 0, 0};
-  const int W = cfg.screen_width, H = cfg.screen_height, F = cfg.max_fruits;
+  const int W = cfg.screen_width, H = cfg.screen_height, F = S::fruits(cfg.max_fruits);
   // 1. Move, clamped to the screen.
   int32_t sx = s.sprite_x + action - 1;
   sx = sx < 0 ? 0 : (sx > W - 1 ? W - 1 : sx);
@@ -100,7 +119,7 @@ GRPO_HD StepResult step(const GameConfig& cfg, GameState s, int32_t action, cons
   const int half = cfg.sprite_width / 2;
   // 2-5. Fall, classify against the moved sprite, deactivate (x and y kept).
   GRPO_UNROLL
-  for (int i = 0; i < kMaxFruitSlots; ++i) {
+  for (int i = 0; i < S::kLoop; ++i) {
     if (i >= F || !slot_active(s, i)) continue;
     const int32_t y = s.fruit_y[i] + 1;
     s.fruit_y[i] = y;
@@ -122,11 +141,11 @@ GRPO_HD StepResult step(const GameConfig& cfg, GameState s, int32_t action, cons
   s.bottomed += ev.bottomed;
   s.caught += ev.caught;
   // 7. Spawn, from the state after step 5.
-  const int n = active_count(s);
+  const int n = active_count<S>(s);
   int32_t min_y = 0;
   bool any = false;
   GRPO_UNROLL
-  for (int i = 0; i < kMaxFruitSlots; ++i) {
+  for (int i = 0; i < S::kLoop; ++i) {
     if (i >= F || !slot_active(s, i)) continue;
     if (!any || s.fruit_y[i] < min_y) min_y = s.fruit_y[i];
     any = true;
@@ -139,9 +158,9 @@ GRPO_HD StepResult step(const GameConfig& cfg, GameState s, int32_t action, cons
     const int spawn = need < free_slots ? need : free_slots;
     int j = 0;
     GRPO_UNROLL
-    for (int i = 0; i < kMaxFruitSlots; ++i) {
+    for (int i = 0; i < S::kLoop; ++i) {
       if (i >= F || slot_active(s, i) || j >= spawn) continue;
-      s.fruit_x[i] = spawn_x_at(d, j);
+      s.fruit_x[i] = spawn_x_at<S>(d, j);
       s.fruit_y[i] = 0;
       s.active |= 1u << i;
       ++j;
@@ -153,11 +172,12 @@ GRPO_HD StepResult step(const GameConfig& cfg, GameState s, int32_t action, cons
 
 // Observation [sprite_x, x0, y0, a0, x1, y1, a1, ...]: cfg.obs_dim() contiguous floats, raw
 // values; an inactive slot shows the x and y it had when it was deactivated.
+template <class S = AnySlots>
 GRPO_HD void write_observation(const GameConfig& cfg, const GameState& s, float* out) {
   out[0] = static_cast<float>(s.sprite_x);
   GRPO_UNROLL
-  for (int i = 0; i < kMaxFruitSlots; ++i) {
-    if (i >= cfg.max_fruits) continue;
+  for (int i = 0; i < S::kLoop; ++i) {
+    if (i >= S::fruits(cfg.max_fruits)) continue;
     out[1 + 3 * i] = static_cast<float>(s.fruit_x[i]);
     out[2 + 3 * i] = static_cast<float>(s.fruit_y[i]);
     out[3 + 3 * i] = slot_active(s, i) ? 1.f : 0.f;
@@ -180,8 +200,8 @@ GRPO_HD double expm1_unit(double c) {
 
 GRPO_HD float clamp_reward(double r) { return static_cast<float>(r < -2.0 ? -2.0 : (r > 2.0 ? 2.0 : r)); }
 
-// t = 0: from the counters after the first step.
-GRPO_HD float reward_first(int32_t score, int32_t bottomed) {
+// t = 0: from the counters after the first step. Out of line: a rollout runs it once in T steps.
+GRPO_HD_COLD float reward_first(int32_t score, int32_t bottomed) {
   const double c = static_cast<double>(score > 0 ? score : 0) / static_cast<double>(bottomed > 1 ? bottomed : 1);
   const double r = add_rn(add_rn(mul_rn(0.1, score), mul_rn(0.5, expm1_unit(c))), 0.05);
   return clamp_reward(r);

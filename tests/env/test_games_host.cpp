@@ -2,6 +2,7 @@
 // random runs.
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -191,6 +192,92 @@ TEST(GamesInvariants, ManyFruitsNoInterval) { random_run(config(21, 9, 3, 7, 2, 
 TEST(GamesInvariants, EightSlotsWideSprite) { random_run(config(13, 6, 5, 8, 3, 1), 3, 500, 13); }
 TEST(GamesInvariants, SpriteWidthOneTinyScreen) { random_run(config(4, 2, 1, 1, 1, 0), 7, 800, 14); }
 TEST(GamesInvariants, LargeScreen) { random_run(config(67, 120, 4, 5, 1, 9), 1, 700, 15); }
+
+// step_one_game compiles the default three slots apart (Slots<3>: loops three long, no tests of
+// max_fruits). The same arithmetic on the same slots: every state, reward and observation of
+// random play equals the code for any slot count (AnySlots), bit for bit, with Philox and with
+// explicit draws, from the first step (its own reward formula) to states with every slot full,
+// fruits off screen and the spawn gate shut.
+// triples: whether the run must spawn three fruits in one step (the third spawn's x'_2 read).
+void three_slots_match_any(const GameConfig& c, int R, int T, uint64_t seed, bool triples = false) {
+  ASSERT_EQ(c.max_fruits, 3);
+  const int n = c.groups() * R, D = c.obs_dim();
+  HostGames three(c, n), any(c, n);
+  const uint32_t epoch = uint32_t(seed % 1000);
+  std::vector<float> obs_three = test::poisoned(size_t(n) * D), obs_any(obs_three);
+  games_reset_host(c, three.view, R, seed, &epoch, obs_three.data());
+  games_reset_host(c, any.view, R, seed, &epoch, obs_any.data());
+  std::mt19937_64 gen(seed);
+  std::vector<int32_t> actions(n), spawn_x(size_t(n) * 3);
+  std::vector<float> coins(n);
+  long long full = 0, spawned = 0, three_at_once = 0;
+  for (int t = 0; t < T; ++t) {
+    for (auto& a : actions) a = int32_t(gen() % 3);
+    for (auto& x : spawn_x) x = int32_t(gen() % uint64_t(c.screen_width));
+    for (auto& u : coins) u = float(gen() % 1000) / 1000.f;
+    const bool philox = t % 2 == 0;  // both sources, alternating
+    const PhiloxDrawSource from_philox{c.screen_width, 3, seed, epoch, uint32_t(t)};
+    const ExplicitDrawSource from_arrays{3, coins.data(), spawn_x.data()};
+    std::vector<float> r_three = test::poisoned(size_t(n)), r_any(r_three);
+    std::vector<float> o_three = test::poisoned(size_t(n) * D), o_any(o_three);
+    std::vector<float> copy_three = test::poisoned(size_t(n) * D), copy_any(copy_three);
+    for (int g = 0; g < n; ++g) {
+      float* ct = &copy_three[size_t(g) * D];
+      float* ca = &copy_any[size_t(g) * D];
+      if (philox) {
+        step_one_game_slots<Slots<3>>(c, three.view, g, actions.data(), from_philox, uint32_t(t), r_three.data(),
+                                      o_three.data(), ct);
+        step_one_game_slots<AnySlots>(c, any.view, g, actions.data(), from_philox, uint32_t(t), r_any.data(),
+                                      o_any.data(), ca);
+      } else {
+        step_one_game_slots<Slots<3>>(c, three.view, g, actions.data(), from_arrays, uint32_t(t), r_three.data(),
+                                      o_three.data(), ct);
+        step_one_game_slots<AnySlots>(c, any.view, g, actions.data(), from_arrays, uint32_t(t), r_any.data(),
+                                      o_any.data(), ca);
+      }
+    }
+    ASSERT_EQ(three.block, any.block) << "step " << t << ", seed " << seed;
+    ASSERT_EQ(std::memcmp(r_three.data(), r_any.data(), r_any.size() * 4), 0) << "step " << t << ", seed " << seed;
+    ASSERT_EQ(std::memcmp(o_three.data(), o_any.data(), o_any.size() * 4), 0) << "step " << t << ", seed " << seed;
+    ASSERT_EQ(std::memcmp(copy_three.data(), o_three.data(), o_three.size() * 4), 0) << "step " << t;
+    ASSERT_EQ(std::memcmp(copy_any.data(), o_any.data(), o_any.size() * 4), 0) << "step " << t;
+    for (int g = 0; g < n; ++g) {
+      const GameState s = any.view.load(g);
+      full += active_count(s) == 3;
+      spawned += slot_active(s, 0) && s.fruit_y[0] == 0;
+      three_at_once += s.active == 7u && s.fruit_y[0] == 0 && s.fruit_y[1] == 0 && s.fruit_y[2] == 0;
+      ASSERT_EQ(three.view.load<Slots<3>>(g).score, s.score);
+    }
+  }
+  EXPECT_GT(full, 0) << "no state of the run had every slot full";
+  EXPECT_GT(spawned, 0);
+  if (triples) {
+    EXPECT_GT(three_at_once, 0) << "no step spawned three fruits";
+  }
+}
+
+TEST(GamesStep, ThreeSlotCodeIsTheAnySlotCodeBitForBit) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  three_slots_match_any(GameConfig{}, 2, 300, seed);
+  three_slots_match_any(config(9, 4, 1, 3, 2, 0), 3, 200, seed + 1);        // no gate, two fruits at least
+  three_slots_match_any(config(30, 25, 5, 3, 2, 7), 1, 300, seed + 2);      // a tall screen, a long gate
+  three_slots_match_any(config(4, 3, 3, 3, 3, 2), 4, 200, seed + 3, true);  // the gate syncs them: three at once
+}
+
+TEST(GamesStep, ThreeSlotDrawsAreTheAnySlotDrawsForTheSlotsTheyHave) {
+  const uint64_t seed = std::random_device{}();
+  std::mt19937_64 gen(seed);
+  for (int i = 0; i < 200; ++i) {
+    const int W = 4 + int(gen() % 60);
+    const uint32_t epoch = uint32_t(gen()), t = uint32_t(gen() % 1000), game = uint32_t(gen() % 5000);
+    const StepDraws three = spawn_draws<Slots<3>>(W, 3, seed, epoch, t, game);
+    const StepDraws any = spawn_draws<AnySlots>(W, 3, seed, epoch, t, game);
+    ASSERT_EQ(std::memcmp(&three.coin, &any.coin, sizeof(float)), 0) << "seed " << seed;
+    for (int j = 0; j < 3; ++j) ASSERT_EQ(three.spawn_x[j], any.spawn_x[j]) << "seed " << seed << ", j " << j;
+    for (int j = 3; j < kMaxFruitSlots; ++j) ASSERT_EQ(three.spawn_x[j], 0);
+  }
+}
 
 TEST(GamesStep, IsDeterministicAndWritesObservationsOnlyWhenAsked) {
   const GameConfig c;
