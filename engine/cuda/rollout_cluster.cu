@@ -78,13 +78,17 @@ __device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src
     copy_rows<T>(dst, stride, src, rows, H);
 }
 
+// The cluster's blocks, as launched (launch_rollout): a constant, so that the kernel's row / C and
+// row % C are shifts, not the division sequence a run-time C costs per a1 element.
+constexpr unsigned C = kClusterBlocks;
+
 // The rows of the block's games (game rows rank, rank + C, ... of the cluster, at from + (i / C)
 // pitch in shared memory where by_owner, else at from + i pitch) to global memory at to + g H (g
 // the game), right after a cluster barrier: the stores then have a phase to complete in before
 // the next barrier, whose release waits for every store of the thread.
 template <class T>
 __device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pitch, bool by_owner, unsigned g0,
-                                              unsigned g1, unsigned rank, unsigned C, unsigned H) {
+                                              unsigned g1, unsigned rank, unsigned H) {
   for (unsigned g = g0 + rank; g < g1; g += C) {
     const unsigned i = g - g0;
     const T* row = from + size_t(by_owner ? i / C : i) * pitch;
@@ -116,7 +120,7 @@ struct OnChipParams {
 // rows to global memory, for the loss pass, after the barrier (copy_rows_out).
 struct A1Out {
   float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
-  unsigned pitch, C;
+  unsigned pitch;
   __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
     *cluster_map_shared(rows + size_t(row / C) * pitch + col, row % C) = v;
   }
@@ -130,7 +134,7 @@ template <class T>
 struct H1ToCluster {
   static constexpr bool kGlobal = false;
   T* xs;
-  unsigned stride, row, C;
+  unsigned stride, row;
   __device__ __forceinline__ void operator()(unsigned col0, unsigned n, const float (&v)[4]) const {
     T* local = xs + size_t(row) * stride + col0;
     for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);
@@ -162,7 +166,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
                            unsigned clusters) {
   __shared__ StepScratch<1> sh;
   GRPO_DYNAMIC_SHARED(unsigned char, smem);
-  const unsigned C = cluster_blocks(), rank = cluster_block_rank(), cluster = blockIdx.x / C;
+  const unsigned rank = cluster_block_rank(), cluster = blockIdx.x / C;
   const unsigned N = unsigned(s.N), H = unsigned(s.H), stride = smem_stride(H, kMma);
   const unsigned g0 = unsigned(size_t(cluster) * N / clusters), g1 = unsigned(size_t(cluster + 1) * N / clusters);
   const unsigned rows = g1 - g0, width = (H + C - 1) / C;  // columns per block (the last may have fewer)
@@ -192,23 +196,23 @@ __global__ void __launch_bounds__(kStepThreads, 1)
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
-    const A1Out out{a1s + c0, at.a1_pitch, C};
+    const A1Out out{a1s + c0, at.a1_pitch};
     if constexpr (kMma)
       product_mma(xs, ws, rows, cols, H, out);
     else
       product(xs, ws, rows, cols, width, H, out);
     GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
-    copy_rows_out(s.now.a1 + shift * H, a1s, at.a1_pitch, true, g0, g1, rank, C, H);
+    copy_rows_out(s.now.a1 + shift * H, a1s, at.a1_pitch, true, g0, g1, rank, H);
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, t + 1 == steps, sh, a1s + size_t(i / C) * at.a1_pitch,
-                                  H1ToCluster<T>{xs, stride, i, C});
+                                  H1ToCluster<T>{xs, stride, i});
       __syncthreads();  // sh is the next game's
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
-    if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, false, g0, g1, rank, C, H);
+    if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, false, g0, g1, rank, H);
   }
 }
 

@@ -119,47 +119,72 @@ __device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, uns
 template <class Out>
 __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
                                             const Out& out) {
+  constexpr unsigned kWarps = kStepThreads / 32;
   const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  const unsigned row_tiles = (rows + 15) / 16, col_groups = (cols + 8 * kMmaTiles - 1) / (8 * kMmaTiles);
-  // Warp-uniform: every lane of a warp takes the same items, as mma.sync requires.
-  for (unsigned item = threadIdx.x / 32; item < row_tiles * col_groups; item += kStepThreads / 32) {
-    const unsigned m0 = item / col_groups * 16, n0 = item % col_groups * 8 * kMmaTiles;
-    const Bf16* x0 = m0 + g < rows ? xs + size_t(m0 + g) * stride : xs;
-    const Bf16* x1 = m0 + g + 8 < rows ? xs + size_t(m0 + g + 8) * stride : xs;
-    const Bf16* w[kMmaTiles];
-    float d[kMmaTiles][4];
-#pragma unroll
-    for (unsigned p = 0; p < kMmaTiles; ++p) {
-      const unsigned n = n0 + 8 * p + g;  // this lane's column of B
-      w[p] = n < cols ? ws + size_t(n) * stride : xs;
-      d[p][0] = d[p][1] = d[p][2] = d[p][3] = 0.f;
-    }
-    unsigned k = 2 * q;                     // this lane's first k of each step of 16
-    for (; k + 16 - 2 * q <= H; k += 16) {  // whole steps of 16
-      const uint32_t a[4] = {pair(x0, k), pair(x1, k), pair(x0, k + 8), pair(x1, k + 8)};
+  // Items (a row tile, a group of column tiles) in row-major order, item i on warp i % kWarps:
+  // warp-uniform, as mma.sync requires, and counted rather than divided out of an index.
+  unsigned item = 0;
+  for (unsigned m0 = 0; m0 < rows; m0 += 16)
+    for (unsigned n0 = 0; n0 < cols; n0 += 8 * kMmaTiles, ++item) {
+      if (item % kWarps != threadIdx.x / 32) continue;
+      const Bf16* x0 = m0 + g < rows ? xs + size_t(m0 + g) * stride : xs;
+      const Bf16* x1 = m0 + g + 8 < rows ? xs + size_t(m0 + g + 8) * stride : xs;
+      const Bf16* w[kMmaTiles];
+      float d[kMmaTiles][4];
 #pragma unroll
       for (unsigned p = 0; p < kMmaTiles; ++p) {
-        const uint32_t b[2] = {pair(w[p], k), pair(w[p], k + 8)};
-        mma_m16n8k16_bf16(d[p], a, b, d[p]);
+        const unsigned n = n0 + 8 * p + g;  // this lane's column of B
+        w[p] = n < cols ? ws + size_t(n) * stride : xs;
+        d[p][0] = d[p][1] = d[p][2] = d[p][3] = 0.f;
       }
+      // A step's fragments: this lane's pairs of A's two rows and of B's kMmaTiles columns.
+      struct Fragments {
+        uint32_t a[4], b[kMmaTiles][2];
+      };
+      const auto load = [&](unsigned k, Fragments& f) {
+        f.a[0] = pair(x0, k), f.a[1] = pair(x1, k), f.a[2] = pair(x0, k + 8), f.a[3] = pair(x1, k + 8);
+#pragma unroll
+        for (unsigned p = 0; p < kMmaTiles; ++p) f.b[p][0] = pair(w[p], k), f.b[p][1] = pair(w[p], k + 8);
+      };
+      const auto products = [&](const Fragments& f) {
+#pragma unroll
+        for (unsigned p = 0; p < kMmaTiles; ++p) mma_m16n8k16_bf16(d[p], f.a, f.b[p], d[p]);
+      };
+      // The whole steps of 16 (as many for every lane), each step's fragments loaded before the
+      // previous step's products issue, so that their shared-memory latency hides behind the
+      // products' instead of adding to it: the same products in the same order.
+      const unsigned whole = H / 16;
+      unsigned k = 2 * q;  // this lane's first k of each step of 16
+      if (whole > 0) {
+        Fragments now;
+        load(k, now);
+#pragma unroll 2
+        for (unsigned i = 1; i < whole; ++i, k += 16) {
+          Fragments next;
+          load(k + 16, next);
+          products(now);
+          now = next;
+        }
+        products(now);
+        k += 16;
+      }
+      if (k - 2 * q < H) {  // the last, partial step (the same for every lane)
+        const uint32_t a[4] = {pair_within(x0, k, H), pair_within(x1, k, H), pair_within(x0, k + 8, H),
+                               pair_within(x1, k + 8, H)};
+#pragma unroll
+        for (unsigned p = 0; p < kMmaTiles; ++p) {
+          const uint32_t b[2] = {pair_within(w[p], k, H), pair_within(w[p], k + 8, H)};
+          mma_m16n8k16_bf16(d[p], a, b, d[p]);
+        }
+      }
+#pragma unroll
+      for (unsigned p = 0; p < kMmaTiles; ++p)
+#pragma unroll
+        for (unsigned e = 0; e < 4; ++e) {
+          const unsigned row = m0 + g + 8 * (e / 2), col = n0 + 8 * p + 2 * q + e % 2;
+          if (row < rows && col < cols) out(row, col, d[p][e] + 0.f);
+        }
     }
-    if (k - 2 * q < H) {  // the last, partial step (the same for every lane)
-      const uint32_t a[4] = {pair_within(x0, k, H), pair_within(x1, k, H), pair_within(x0, k + 8, H),
-                             pair_within(x1, k + 8, H)};
-#pragma unroll
-      for (unsigned p = 0; p < kMmaTiles; ++p) {
-        const uint32_t b[2] = {pair_within(w[p], k, H), pair_within(w[p], k + 8, H)};
-        mma_m16n8k16_bf16(d[p], a, b, d[p]);
-      }
-    }
-#pragma unroll
-    for (unsigned p = 0; p < kMmaTiles; ++p)
-#pragma unroll
-      for (unsigned e = 0; e < 4; ++e) {
-        const unsigned row = m0 + g + 8 * (e / 2), col = n0 + 8 * p + 2 * q + e % 2;
-        if (row < rows && col < cols) out(row, col, d[p][e] + 0.f);
-      }
-  }
 }
 
 }  // namespace grpo::rollout_cluster_detail
