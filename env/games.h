@@ -149,27 +149,46 @@ struct ExplicitDrawSource {
   }
 };
 
+// The step of one game whose state the caller holds (st, updated): reward_out[g] and, when not
+// null, its observation row in obs_next and a copy in obs_copy. S: Slots.
+template <class S, class Draws>
+GRPO_HD void advance_game(const GameConfig& cfg, GameState& st, int g, int32_t action, const Draws& draws, uint32_t t,
+                          float* reward_out, float* obs_next, float* obs_copy) {
+  const int32_t score_before = st.score;
+  st = step<S>(cfg, st, action, draws.template get<S>(g)).state;
+  reward_out[g] = step_reward(t, score_before, st);
+  if (obs_next) write_observation<S>(cfg, st, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
+  if (obs_copy) write_observation<S>(cfg, st, obs_copy);
+}
+
+// f(Slots<3>{}) for the default game's three fruit slots, else f(AnySlots{}).
+template <class F>
+GRPO_HD void with_fruit_slots(const GameConfig& cfg, const F& f) {
+  if (cfg.max_fruits == kDefaultFruits)
+    f(Slots<kDefaultFruits>{});
+  else
+    f(AnySlots{});
+}
+
 // Game g: one step with actions[g], reward[g], and (when obs_next is not null) its observation
 // row; obs_copy, when not null, gets the observation too (the fused rollout step's shared
 // memory, which the next step's fc_in reads). The body of both the step kernel and the host loop,
-// compiled for S (Slots); step_one_game picks Slots<3> for the default game.
-template <class S, class Draws>
-GRPO_HD void step_one_game_slots(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions,
+// compiled for S (Slots). games: where the states are, a GamesView or anything with its
+// load<S>(g) and store<S>(g, st) (the cluster rollout keeps its games' states on chip).
+template <class S, class Games, class Draws>
+GRPO_HD void step_one_game_slots(const GameConfig& cfg, const Games& games, int g, const int32_t* actions,
                                  const Draws& draws, uint32_t t, float* reward_out, float* obs_next, float* obs_copy) {
-  const GameState before = v.load<S>(g);
-  const StepResult r = step<S>(cfg, before, actions[g], draws.template get<S>(g));
-  v.store<S>(g, r.state);
-  reward_out[g] = step_reward(t, before.score, r.state);
-  if (obs_next) write_observation<S>(cfg, r.state, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
-  if (obs_copy) write_observation<S>(cfg, r.state, obs_copy);
+  GameState st = games.template load<S>(g);
+  advance_game<S>(cfg, st, g, actions[g], draws, t, reward_out, obs_next, obs_copy);
+  games.template store<S>(g, st);
 }
-template <class Draws>
-GRPO_HD void step_one_game(const GameConfig& cfg, const GamesView& v, int g, const int32_t* actions, const Draws& draws,
+// The same for any slot count, the default three compiled apart (with_fruit_slots).
+template <class Games, class Draws>
+GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, const int32_t* actions, const Draws& draws,
                            uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
-  if (cfg.max_fruits == kDefaultFruits)
-    step_one_game_slots<Slots<kDefaultFruits>>(cfg, v, g, actions, draws, t, reward_out, obs_next, obs_copy);
-  else
-    step_one_game_slots<AnySlots>(cfg, v, g, actions, draws, t, reward_out, obs_next, obs_copy);
+  with_fruit_slots(cfg, [&](auto slots) {
+    step_one_game_slots<decltype(slots)>(cfg, games, g, actions, draws, t, reward_out, obs_next, obs_copy);
+  });
 }
 
 // Game g of a reset: group g / replicas, start fruit x from that group's draw.

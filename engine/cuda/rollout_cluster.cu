@@ -142,17 +142,39 @@ struct H1ToCluster {
 };
 
 // The kernel's dynamic shared memory, in bytes from its start: the on-chip parameters, the
-// block's rows of W1 (ws), the cluster's h1 rows (xs, the most rows a cluster has), then the a1
-// rows of the block's games (16-byte aligned, H rounded up to 4 floats each).
+// block's rows of W1 (ws), the cluster's h1 rows (xs, the most rows a cluster has), the a1 rows of
+// the block's games (16-byte aligned, H rounded up to 4 floats each), then their game states.
 struct SmemLayout {
-  size_t ws, xs, a1, bytes;
+  size_t ws, xs, a1, games, bytes;
   unsigned a1_pitch;
   GRPO_HD SmemLayout(unsigned H, unsigned D, unsigned width, unsigned max_rows, unsigned stride, size_t elem) {
+    const size_t block_games = (max_rows + kClusterBlocks - 1) / kClusterBlocks;
     ws = size_t(OnChipParams(H, D).floats) * sizeof(float);
     xs = ws + size_t(width) * stride * elem;
     a1 = (xs + size_t(max_rows) * stride * elem + 15) / 16 * 16;
     a1_pitch = (H + 3) / 4 * 4;
-    bytes = a1 + size_t((max_rows + kClusterBlocks - 1) / kClusterBlocks) * a1_pitch * sizeof(float);
+    games = a1 + block_games * a1_pitch * sizeof(float);
+    bytes = games + block_games * sizeof(GameState);
+  }
+};
+
+// The states of the block's games (game row i of the cluster at rows[i / C]), kept in its shared
+// memory for all T steps: thread 0 reads and writes them there, where s.games would cost its
+// step an L2 round trip (a cluster barrier's CCTL.IVALL has emptied L1) before it can play. They
+// go back to s.games at the last step. step_one_game's Games.
+struct GamesOnChip {
+  GameState* rows;
+  GamesView global;
+  unsigned g0;
+  bool last;
+  template <class S>
+  __device__ GameState load(int g) const {
+    return rows[(unsigned(g) - g0) / C];
+  }
+  template <class S>
+  __device__ void store(int g, const GameState& st) const {
+    rows[(unsigned(g) - g0) / C] = st;
+    if (last) global.store<S>(g, st);
   }
 };
 
@@ -177,6 +199,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   T* ws = reinterpret_cast<T*>(smem + at.ws);           // [cols][stride]: the block's rows of W1
   T* xs = reinterpret_cast<T*>(smem + at.xs);           // [rows][stride]: this step's h1 rows of the cluster's games
   float* a1s = reinterpret_cast<float*>(smem + at.a1);  // [games][a1_pitch]: the a1 rows of the block's games
+  GameState* states = reinterpret_cast<GameState*>(smem + at.games);  // [games]: their states
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
   ParamViews p = s.p;
   p.fc_in_w_t = on_chip + op.fc_in_w_t, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
@@ -188,6 +211,8 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   stage_rows(p.ln_beta, H, s.p.ln_beta, 1, H);
   if (threadIdx.x < unsigned(kActions)) p.fc_out_b[threadIdx.x] = s.p.fc_out_b[threadIdx.x];
   stage_rows(xs, stride, X + size_t(g0) * H, rows, H);  // step 0's; the later steps' come from the blocks
+  if (threadIdx.x == 0)
+    for (unsigned g = g0 + rank; g < g1; g += C) states[(g - g0) / C] = s.games.load(int(g));
   // Where the trunk's h1 rows go in global memory (step t + 1's at rows t N.. of s.next's).
   T* const h1_out = reinterpret_cast<T*>(sizeof(T) == sizeof(float) ? static_cast<void*>(s.next.h1)
                                                                     : static_cast<void*>(s.next.h1_bf16));
@@ -207,8 +232,10 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
-      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, t + 1 == steps, sh, a1s + size_t(i / C) * at.a1_pitch,
-                                  H1ToCluster<T>{xs, stride, i});
+      const bool last = t + 1 == steps;
+      const GamesOnChip games{states, s.games, g0, last};
+      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1s + size_t(i / C) * at.a1_pitch,
+                                  H1ToCluster<T>{xs, stride, i}, A1Ready{}, &games);
       __syncthreads();  // sh is the next game's
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
@@ -295,7 +322,7 @@ Plan plan_uncached(int N, int H, int D, unsigned clusters) {
                         smem_stride(unsigned(H), kMma), sizeof(T));
     // The vector accesses' alignment (16-byte rows of fp32 and a1, 8-byte of bf16), which the
     // emulator cannot check: a misaligned float4 faults only on a GPU.
-    if (at.ws % 16 != 0 || at.xs % (sizeof(T) == 4 ? 16 : 8) != 0 || at.a1 % 16 != 0 ||
+    if (at.ws % 16 != 0 || at.xs % (sizeof(T) == 4 ? 16 : 8) != 0 || at.a1 % 16 != 0 || at.games % 16 != 0 ||
         smem_stride(unsigned(H), kMma) * sizeof(T) % (sizeof(T) == 4 ? 16 : 8) != 0)
       throw std::logic_error("rollout_cluster_cuda: shared-memory layout misaligned");
     p.smem = at.bytes;

@@ -152,9 +152,12 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
 }
 
 // Thread 0, after the head's barrier: the logits, the action and the game's step (its
-// observation also into sh.obs, for the trunk: not read back from global memory).
-__device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const float (&b_out)[kActions],
-                                 uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last, StepShared& sh) {
+// observation also into sh.obs, for the trunk: not read back from global memory). games: where
+// the game's state is (s.games, or the cluster kernel's copy on chip).
+template <class Games>
+__device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
+                                 const float (&b_out)[kActions], uint32_t epoch, uint32_t t, size_t shift, unsigned g,
+                                 bool last, StepShared& sh) {
   const size_t row = shift + g;
   float logits[kActions];
 #pragma unroll
@@ -169,7 +172,7 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
   actions[g] = sample_from(policy, action_uniform(s.seed, epoch, t, uint32_t(g)));
   const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t};
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
-  step_one_game(cfg, s.games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+  step_one_game(cfg, games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
 }
 
 // The next step's trunk, after the game's barrier: h0 = obs W_in^T, Welford over gelu(h0), then
@@ -337,12 +340,14 @@ __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamView
 // four columns in registers (with_kept_groups): every group when H <= 4 kKeep kStepThreads, both
 // presets with the stepwise kernel's kKeep 4. ready: called by every thread before the first read
 // of a1 (A1Ready). Every thread of the block calls it; it may return before its last barrier, so
-// a caller that runs it again first passes a __syncthreads.
-template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready>
+// a caller that runs it again first passes a __syncthreads. games: where the game's state is,
+// s.games when null.
+template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready, class Games = GamesView>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
                                           StepScratch<kKeep>& sh, const float* a1_row = nullptr,
-                                          const H1Copy& h1_copy = H1Copy{}, const Ready& ready = Ready{}) {
+                                          const H1Copy& h1_copy = H1Copy{}, const Ready& ready = Ready{},
+                                          const Games* games = nullptr) {
   const unsigned H = unsigned(s.H);
   // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
   // the head's.
@@ -354,7 +359,12 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, ready); });
   __syncthreads();
   if (!last) prefetch_trunk<kVec>(s, p);
-  if (threadIdx.x == 0) step_game(cfg, s, b_out, epoch, t, shift, g, last, sh);
+  if (threadIdx.x == 0) {
+    if (games)
+      step_game(cfg, s, *games, b_out, epoch, t, shift, g, last, sh);
+    else
+      step_game(cfg, s, s.games, b_out, epoch, t, shift, g, last, sh);
+  }
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
   with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, h1_copy); });
