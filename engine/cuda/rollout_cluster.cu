@@ -7,9 +7,9 @@
 // through distributed shared memory: the product writes each a1 element into the shared memory
 // of the block that runs its game, and the step writes each h1 row into every block's staged
 // rows, so no step waits for L2 but the first (step 0's h1). Both also go to global memory, for
-// the loss pass, copied by the game's block from its shared memory right after the barrier that
-// completes them: each barrier's release waits for the thread's stores, and these then have a
-// phase to land in.
+// the loss pass, copied by the game's block from its shared memory: h1 right after the barrier
+// that completes it, a1 by warps 1.. while thread 0 plays (A1RowOut). Each barrier's release
+// waits for the thread's stores, and these then have a phase to land in.
 //
 // Each a1 element is one fmaf chain over k ascending from 0, plus 0 (the bias the few-row kernel
 // adds, absent here): the sums of kernels/matmul_few_rows.cu (rollout_cluster_product.cuh), and
@@ -82,19 +82,50 @@ __device__ __forceinline__ void stage_rows(T* dst, unsigned stride, const T* src
 // row % C are shifts, not the division sequence a run-time C costs per a1 element.
 constexpr unsigned C = kClusterBlocks;
 
-// The rows of the block's games (game rows rank, rank + C, ... of the cluster, at from + (i / C)
-// pitch in shared memory where by_owner, else at from + i pitch) to global memory at to + g H (g
-// the game), right after a cluster barrier: the stores then have a phase to complete in before
-// the next barrier, whose release waits for every store of the thread.
-template <class T>
-__device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pitch, bool by_owner, unsigned g0,
-                                              unsigned g1, unsigned rank, unsigned H) {
-  for (unsigned g = g0 + rank; g < g1; g += C) {
-    const unsigned i = g - g0;
-    const T* row = from + size_t(by_owner ? i / C : i) * pitch;
-    for (unsigned c = threadIdx.x; c < H; c += kStepThreads) to[size_t(g) * H + c] = row[c];
-  }
+// Chunk-sized pieces of a row of H elements, where both rows are aligned to a chunk and H fills
+// whole chunks: lane of `lanes` copies chunks lane, lane + lanes, ... Whether it could.
+template <class Chunk, class T>
+__device__ __forceinline__ bool copy_chunks(T* to, const T* from, unsigned H, unsigned lane, unsigned lanes) {
+  if ((reinterpret_cast<uintptr_t>(to) | reinterpret_cast<uintptr_t>(from) | (size_t(H) * sizeof(T))) % sizeof(Chunk) !=
+      0)
+    return false;
+  constexpr unsigned E = sizeof(Chunk) / sizeof(T);  // elements a chunk
+#pragma unroll 1
+  for (unsigned c = lane; c < H / E; c += lanes)
+    *vector_at<Chunk>(to + size_t(c) * E) = *vector_at<const Chunk>(from + size_t(c) * E);
+  return true;
 }
+
+// A row of H elements from shared memory to global memory by the block's threads first ..
+// kStepThreads - 1: 16-byte pieces where the rows allow them (the presets' a1 rows, and h1's
+// on tensor cores), else 8-byte ones (h1 of the fmaf product), else an element at a time.
+template <class T>
+__device__ __forceinline__ void copy_row_out(T* to, const T* from, unsigned H, unsigned first) {
+  if (threadIdx.x < first) return;
+  const unsigned lane = threadIdx.x - first, lanes = kStepThreads - first;
+  if (copy_chunks<uint4>(to, from, H, lane, lanes) || copy_chunks<uint2>(to, from, H, lane, lanes)) return;
+#pragma unroll 1
+  for (unsigned c = lane; c < H; c += lanes) to[c] = from[c];
+}
+
+// The h1 rows of the block's games (game rows rank, rank + C, ... of the cluster, `pitch` apart
+// in shared memory) to global memory at to + g H (g the game), right after a cluster barrier:
+// the stores then have a phase to complete in before the next barrier, whose release waits for
+// every store of the thread.
+template <class T>
+__device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pitch, unsigned g0, unsigned g1,
+                                              unsigned rank, unsigned H) {
+  for (unsigned g = g0 + rank; g < g1; g += C) copy_row_out(to + size_t(g) * H, from + size_t(g - g0) * pitch, H, 0);
+}
+
+// The game's a1 row to global memory (for the loss pass) by warps 1.., while thread 0 plays:
+// rollout_step_block's WhilePlaying.
+struct A1RowOut {
+  float* to;
+  const float* from;
+  unsigned H;
+  __device__ __forceinline__ void operator()() const { copy_row_out(to, from, H, 32); }
+};
 
 // The parameters rollout_step_block reads every step, kept in shared memory for all T steps
 // ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
@@ -117,7 +148,7 @@ struct OnChipParams {
 // Where the block's product puts a1 element (row, col) of a step (row of the cluster's games,
 // col of the block's columns): into the a1 rows of the block that runs the game (game row i on
 // block i % C, its row i / C there), through distributed shared memory. That block copies its
-// rows to global memory, for the loss pass, after the barrier (copy_rows_out).
+// rows to global memory, for the loss pass, while it plays the game (A1RowOut).
 struct A1Out {
   float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
   unsigned pitch;
@@ -227,19 +258,19 @@ __global__ void __launch_bounds__(kStepThreads, 1)
     else
       product(xs, ws, rows, cols, width, H, out);
     GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
-    copy_rows_out(s.now.a1 + shift * H, a1s, at.a1_pitch, true, g0, g1, rank, H);
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
       const bool last = t + 1 == steps;
       const GamesOnChip games{states, s.games, g0, last};
-      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1s + size_t(i / C) * at.a1_pitch,
-                                  H1ToCluster<T>{xs, stride, i}, A1Ready{}, &games);
+      const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
+      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, H1ToCluster<T>{xs, stride, i},
+                                  A1Ready{}, &games, A1RowOut{s.now.a1 + (shift + g) * H, a1_row, H});
       __syncthreads();  // sh is the next game's
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
-    if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, false, g0, g1, rank, H);
+    if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
   }
 }
 

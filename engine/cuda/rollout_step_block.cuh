@@ -56,6 +56,13 @@ struct NoH1Copy {
   __device__ __forceinline__ void operator()(unsigned, unsigned, const float (&)[4]) const {}
 };
 
+// What warps 1.. do while thread 0 plays the game (warp 0's other lanes wait for it: a divergent
+// warp runs its paths in turn): nothing for the stepwise kernel; the cluster kernel copies the
+// game's a1 row to global memory there, off the step's critical path.
+struct NothingWhilePlaying {
+  __device__ __forceinline__ void operator()() const {}
+};
+
 // What the block does before it reads a1, once the step's setup that needs no a1 is done:
 // nothing, where a1 is there when the block starts (the cluster kernel, an ordinary launch);
 // the stepwise kernel, launched overlapped after the product that writes a1, waits for it there.
@@ -341,13 +348,15 @@ __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamView
 // presets with the stepwise kernel's kKeep 4. ready: called by every thread before the first read
 // of a1 (A1Ready). Every thread of the block calls it; it may return before its last barrier, so
 // a caller that runs it again first passes a __syncthreads. games: where the game's state is,
-// s.games when null.
-template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready, class Games = GamesView>
+// s.games when null. while_playing: run by warps 1.. during the game (NothingWhilePlaying).
+template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready, class Games = GamesView,
+          class WhilePlaying = NothingWhilePlaying>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
                                           StepScratch<kKeep>& sh, const float* a1_row = nullptr,
                                           const H1Copy& h1_copy = H1Copy{}, const Ready& ready = Ready{},
-                                          const Games* games = nullptr) {
+                                          const Games* games = nullptr,
+                                          const WhilePlaying& while_playing = WhilePlaying{}) {
   const unsigned H = unsigned(s.H);
   // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
   // the head's.
@@ -364,6 +373,8 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
       step_game(cfg, s, *games, b_out, epoch, t, shift, g, last, sh);
     else
       step_game(cfg, s, s.games, b_out, epoch, t, shift, g, last, sh);
+  } else if (threadIdx.x >= 32) {
+    while_playing();
   }
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
