@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, H1ToCluster<T>{xs, stride, i},
                                   A1Ready{}, &games, A1RowOut{s.now.a1 + (shift + g) * H, a1_row, H});
-      __syncthreads();  // sh is the next game's
+      if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the cluster barrier orders it)
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
     if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
