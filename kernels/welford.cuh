@@ -21,11 +21,15 @@ __device__ __forceinline__ void welford_add(Welford& w, float x) {
   w.m2 += d * (x - w.mean);
 }
 
-// Chan et al.: merge two partial (count, mean, M2) summaries.
+// Chan et al.: merge two partial (count, mean, M2) summaries. Equal counts, every merge of the
+// shuffle tree where a row fills its threads evenly, weigh b by exactly 0.5 (b.n / (2 b.n) in
+// IEEE arithmetic): the branch skips the division's ~10 instructions on the reduction's chain.
 __device__ __forceinline__ Welford welford_merge(Welford a, Welford b) {
   const float n = a.n + b.n;
   if (n == 0.f) return a;
-  const float d = b.mean - a.mean, wb = b.n / n;
+  float wb = 0.5f;
+  if (a.n != b.n) wb = b.n / n;
+  const float d = b.mean - a.mean;
   return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
 }
 
