@@ -8,7 +8,7 @@
 // of the block that runs its game, and the step writes each h1 row into every block's staged
 // rows, so no step waits for L2 but the first (step 0's h1). Both also go to global memory, for
 // the loss pass, copied by the game's block from its shared memory: h1 right after the barrier
-// that completes it, a1 by warps 1.. while thread 0 plays (A1RowOut). Each barrier's release
+// that completes it, a1 by warps 1.. while thread 0 plays (ClusterHooks). Each barrier's release
 // waits for the thread's stores, and these then have a phase to land in.
 //
 // Each a1 element is one fmaf chain over k ascending from 0, plus 0 (the bias the few-row kernel
@@ -118,15 +118,6 @@ __device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pit
   for (unsigned g = g0 + rank; g < g1; g += C) copy_row_out(to + size_t(g) * H, from + size_t(g - g0) * pitch, H, 0);
 }
 
-// The game's a1 row to global memory (for the loss pass) by warps 1.., while thread 0 plays:
-// rollout_step_block's WhilePlaying.
-struct A1RowOut {
-  float* to;
-  const float* from;
-  unsigned H;
-  __device__ __forceinline__ void operator()() const { copy_row_out(to, from, H, 32); }
-};
-
 // The parameters rollout_step_block reads every step, kept in shared memory for all T steps
 // ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
 // float4 paths need). From L2 they cost the step two round trips or more (fc_in's rows after
@@ -148,27 +139,12 @@ struct OnChipParams {
 // Where the block's product puts a1 element (row, col) of a step (row of the cluster's games,
 // col of the block's columns): into the a1 rows of the block that runs the game (game row i on
 // block i % C, its row i / C there), through distributed shared memory. That block copies its
-// rows to global memory, for the loss pass, while it plays the game (A1RowOut).
+// rows to global memory, for the loss pass, while it plays the game (ClusterHooks).
 struct A1Out {
   float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
   unsigned pitch;
   __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
     *cluster_map_shared(rows + size_t(row / C) * pitch + col, row % C) = v;
-  }
-};
-
-// The next step's h1 row of game row `row`, four columns at a time, into that row of the staged
-// h1 rows (xs) of every block of the cluster, rounded as the global copy (T: fp32 or bf16). The
-// trunk does not store the row in global memory: the game's block copies it there from xs after
-// the barrier (copy_rows_out).
-template <class T>
-struct H1ToCluster {
-  static constexpr bool kGlobal = false;
-  T* xs;
-  unsigned stride, row;
-  __device__ __forceinline__ void operator()(unsigned col0, unsigned n, const float (&v)[4]) const {
-    T* local = xs + size_t(row) * stride + col0;
-    for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);
   }
 };
 
@@ -192,7 +168,7 @@ struct SmemLayout {
 // The states of the block's games (game row i of the cluster at rows[i / C]), kept in its shared
 // memory for all T steps: thread 0 reads and writes them there, where s.games would cost its
 // step an L2 round trip (a cluster barrier's CCTL.IVALL has emptied L1) before it can play. They
-// go back to s.games at the last step. step_one_game's Games.
+// go back to s.games at the last step. step_one_game's Games (env/games.h).
 struct GamesOnChip {
   GameState* rows;
   GamesView global;
@@ -207,6 +183,32 @@ struct GamesOnChip {
     rows[(unsigned(g) - g0) / C] = st;
     if (last) global.store<S>(g, st);
   }
+};
+
+// What the cluster kernel changes about rollout_step_block's step of game row `row` (StepHooks):
+//   h1             the next step's h1 row, four columns at a time, into that row of the staged h1
+//                  rows (xs) of every block of the cluster, rounded as the global copy (T: fp32 or
+//                  bf16); not into global memory (kH1Global false): the game's block copies it
+//                  there from xs after the barrier (copy_rows_out);
+//   games          the block's games' states on chip (GamesOnChip);
+//   while_playing  the game's a1 row to global memory, for the loss pass, by warps 1...
+template <class T>
+struct ClusterHooks : StepHooks {
+  static constexpr bool kH1Global = false;
+  T* xs;
+  unsigned stride, row, H;
+  GamesOnChip on_chip;
+  float* a1_out;
+  const float* a1_row;
+  __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
+                          float* a1_out_, const float* a1_row_)
+      : xs(xs_), stride(stride_), row(row_), H(H_), on_chip(on_chip_), a1_out(a1_out_), a1_row(a1_row_) {}
+  __device__ __forceinline__ void h1(unsigned col0, unsigned n, const float (&v)[4]) const {
+    T* local = xs + size_t(row) * stride + col0;
+    for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);
+  }
+  __device__ __forceinline__ const GamesOnChip& games(const Ops::RolloutStep&) const { return on_chip; }
+  __device__ __forceinline__ void while_playing() const { copy_row_out(a1_out, a1_row, H, 32); }
 };
 
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
@@ -263,10 +265,10 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
       const bool last = t + 1 == steps;
-      const GamesOnChip games{states, s.games, g0, last};
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
-      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, H1ToCluster<T>{xs, stride, i},
-                                  A1Ready{}, &games, A1RowOut{s.now.a1 + (shift + g) * H, a1_row, H});
+      const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
+                                  a1_row);
+      rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
       if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the cluster barrier orders it)
     }
     GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free

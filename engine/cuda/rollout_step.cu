@@ -18,8 +18,8 @@ using namespace rollout_step_detail;
 // The unrolled steps' kernel starts overlapped with the product before it (launch_overlapped):
 // its blocks draw their dropout bits and load the parameters while the product runs, then wait
 // for its a1, and let the next step's product start.
-struct AfterProduct {
-  __device__ __forceinline__ void operator()() const {
+struct AfterProduct : StepHooks {
+  __device__ __forceinline__ void ready() const {
     wait_for_previous_kernel();
     release_next_kernel();
   }
@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
-  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr, NoH1Copy{},
+  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr,
                            AfterProduct{});
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival

@@ -47,27 +47,24 @@ struct StepScratch : StepShared {
   float4 h0[kSlots];
 };
 
-// Where else the next step's h1 goes, four columns at a time (col0, n <= 4 of them, the values
-// before any rounding to bf16): nowhere for the stepwise kernel; the cluster kernel writes the
-// row into every block's staged h1 rows instead (rollout_cluster.cu), and copies it to global
-// memory itself later (kGlobal false: the trunk does not store it there).
-struct NoH1Copy {
-  static constexpr bool kGlobal = true;
-  __device__ __forceinline__ void operator()(unsigned, unsigned, const float (&)[4]) const {}
-};
-
-// What warps 1.. do while thread 0 plays the game (warp 0's other lanes wait for it: a divergent
-// warp runs its paths in turn): nothing for the stepwise kernel; the cluster kernel copies the
-// game's a1 row to global memory there, off the step's critical path.
-struct NothingWhilePlaying {
-  __device__ __forceinline__ void operator()() const {}
-};
-
-// What the block does before it reads a1, once the step's setup that needs no a1 is done:
-// nothing, where a1 is there when the block starts (the cluster kernel, an ordinary launch);
-// the stepwise kernel, launched overlapped after the product that writes a1, waits for it there.
-struct A1Ready {
-  __device__ __forceinline__ void operator()() const {}
+// What a caller changes about a step: one type whose members rollout_step_block calls. The
+// stepwise kernel's are these (its ready() waits for the product: rollout_step.cu); the cluster
+// kernel's (rollout_cluster.cu) replace the others.
+//   ready()          every thread, before its first read of a1, once the step's setup that needs
+//                    no a1 is done: nothing, where a1 is there when the block starts.
+//   h1(col0, n, v)   where else the next step's h1 goes, four columns at a time (n <= 4 of them,
+//                    the values before any rounding to bf16). With kH1Global false the trunk
+//                    does not store h1 in global memory: the caller does it itself.
+//   games(s)         where the game's state is: s.games, or anything with GamesView's
+//                    load<S>(g) and store<S>(g, state) (env/games.h).
+//   while_playing()  warps 1.. while thread 0 plays the game (warp 0's other lanes wait for it:
+//                    a divergent warp runs its paths in turn).
+struct StepHooks {
+  static constexpr bool kH1Global = true;
+  __device__ __forceinline__ void ready() const {}
+  __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
+  __device__ __forceinline__ const GamesView& games(const Ops::RolloutStep& s) const { return s.games; }
+  __device__ __forceinline__ void while_playing() const {}
 };
 
 // A thread's columns: group c of four on thread c % kStepThreads, its i-th group
@@ -101,11 +98,12 @@ __device__ __forceinline__ void with_kept_groups(unsigned H, const F& f) {
 }
 
 // Head: z = dropout(gelu(a1 + b1)) W_out^T over this thread's columns, the warps' sums into
-// sh.head_sums (no barrier after). The first G groups' dropout bits are drawn before ready()
-// (they need no a1), and their a1 is loaded before any is used: one round trip, not one a group.
-template <bool kVec, unsigned G, class Ready>
+// sh.head_sums (no barrier after). The first G groups' dropout bits are drawn before
+// hooks.ready() (they need no a1), and their a1 is loaded before any is used: one round trip, not
+// one a group.
+template <bool kVec, unsigned G, class Hooks>
 __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p, uint32_t epoch, uint32_t t, unsigned g,
-                                 const float* a1, StepShared& sh, const Ready& ready) {
+                                 const float* a1, StepShared& sh, const Hooks& hooks) {
   constexpr unsigned kAll = 0xFFFFFFFFu;
   const Columns<kVec> cols(unsigned(s.H));
   const auto has = [&](unsigned i) { return cols.has(G, i); };
@@ -136,7 +134,7 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
   unsigned keep[G];
 #pragma unroll
   for (unsigned i = 0; i < G; ++i) keep[i] = has(i) ? keep_bits(cols.group(i)) : 0u;
-  ready();
+  hooks.ready();
   float av[G][4];
 #pragma unroll
   for (unsigned i = 0; i < G; ++i)
@@ -160,7 +158,7 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
 
 // Thread 0, after the head's barrier: the logits, the action and the game's step (its
 // observation also into sh.obs, for the trunk: not read back from global memory). games: where
-// the game's state is (s.games, or the cluster kernel's copy on chip).
+// the game's state is (StepHooks::games).
 template <class Games>
 __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
                                  const float (&b_out)[kActions], uint32_t epoch, uint32_t t, size_t shift, unsigned g,
@@ -191,9 +189,9 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
 // The first G groups stay in registers (past G = 2 their h0 waits in h0_stash, G kStepThreads
 // float4, through the LayerNorm's reduction: StepScratch); a later group's h0 is read back from
 // its store or computed again, and its GELU computed again.
-template <bool kVec, unsigned G, class H1Copy>
+template <bool kVec, unsigned G, class Hooks>
 __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p, size_t row, StepShared& sh,
-                                  float4* h0_stash, const H1Copy& h1_copy) {
+                                  float4* h0_stash, const Hooks& hooks) {
   using namespace row_welford_ops;
   const Columns<kVec> cols(unsigned(s.H));
   const auto has = [&](unsigned i) { return cols.has(G, i); };
@@ -290,8 +288,8 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
     load4(p.ln_beta + 4 * c, n, kVec, be);
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) out[k] = v[k] + (gvc[k] - mu) * rs * ga[k] + be[k];
-    h1_copy(4 * c, n, out);
-    if constexpr (H1Copy::kGlobal) {
+    hooks.h1(4 * c, n, out);
+    if constexpr (Hooks::kH1Global) {
       if (h1_bf16)
         store4_bf16(h1_bf16 + 4 * c, n, kVec, out);
       else
@@ -345,18 +343,14 @@ __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamView
 // s.p's are (kVec; fc_in_w_t 16-byte aligned always, its rows padded to 4). a1_row: the game's a1
 // row, s.now.a1's or a copy (16-byte aligned where kVec). A thread keeps up to kKeep groups of
 // four columns in registers (with_kept_groups): every group when H <= 4 kKeep kStepThreads, both
-// presets with the stepwise kernel's kKeep 4. ready: called by every thread before the first read
-// of a1 (A1Ready). Every thread of the block calls it; it may return before its last barrier, so
-// a caller that runs it again first passes a __syncthreads. games: where the game's state is,
-// s.games when null. while_playing: run by warps 1.. during the game (NothingWhilePlaying).
-template <bool kVec, unsigned kKeep = 4, class H1Copy = NoH1Copy, class Ready = A1Ready, class Games = GamesView,
-          class WhilePlaying = NothingWhilePlaying>
+// presets with the stepwise kernel's kKeep 4. hooks: what the caller changes (StepHooks). Every
+// thread of the block calls it; it may return before its last barrier, so a caller that runs it
+// again first passes a __syncthreads.
+template <bool kVec, unsigned kKeep = 4, class Hooks = StepHooks>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
                                           StepScratch<kKeep>& sh, const float* a1_row = nullptr,
-                                          const H1Copy& h1_copy = H1Copy{}, const Ready& ready = Ready{},
-                                          const Games* games = nullptr,
-                                          const WhilePlaying& while_playing = WhilePlaying{}) {
+                                          const Hooks& hooks = Hooks{}) {
   const unsigned H = unsigned(s.H);
   // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
   // the head's.
@@ -365,20 +359,16 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
 #pragma unroll
     for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
-  with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, ready); });
+  with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
   __syncthreads();
   if (!last) prefetch_trunk<kVec>(s, p);
-  if (threadIdx.x == 0) {
-    if (games)
-      step_game(cfg, s, *games, b_out, epoch, t, shift, g, last, sh);
-    else
-      step_game(cfg, s, s.games, b_out, epoch, t, shift, g, last, sh);
-  } else if (threadIdx.x >= 32) {
-    while_playing();
-  }
+  if (threadIdx.x == 0)
+    step_game(cfg, s, hooks.games(s), b_out, epoch, t, shift, g, last, sh);
+  else if (threadIdx.x >= 32)
+    hooks.while_playing();
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
-  with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, h1_copy); });
+  with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, hooks); });
 }
 
 // Whether the float4 paths may run: H a multiple of 4 and every row pointer they touch aligned.
