@@ -59,7 +59,7 @@ struct StepResult {
 // kMaxFruitSlots, each loop over all kMaxFruitSlots slots with a run-time test of each. Slots<N>:
 // exactly N, which the caller has checked is cfg.max_fruits (step_one_game, for the default three),
 // each loop N long with nothing to test: the same arithmetic on the same slots, so the same bits,
-// in a third of the instructions on the rollout's one thread that plays a game.
+// in far fewer instructions on the rollout's one thread that plays a game while its block waits.
 template <int N>
 struct Slots {
   static_assert(N >= 0 && N <= kMaxFruitSlots, "Slots<N>: N is 0 (any) or a slot count");
