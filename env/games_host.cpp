@@ -12,6 +12,19 @@ constexpr size_t kAlign = 256;
 // (and its spinning on a busy machine) costs more than it saves.
 constexpr int kParallelGames = 16384;
 size_t padded(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// Games [g0, g1) one step each, the step's code chosen once a call (with_fruit_slots), not once a
+// game, so the loop's body is one instantiation.
+template <class Draws>
+void step_games(const GameConfig& cfg, const GamesView& view, int g0, int g1, bool parallel, const int32_t* actions,
+                const Draws& draws, uint32_t t, float* reward_out, float* obs_next) {
+  with_fruit_slots(cfg, [&](auto slots) {
+    using S = decltype(slots);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int g = g0; g < g1; ++g)
+      step_one_game_slots<S>(cfg, view, g, actions, draws, t, reward_out, obs_next, nullptr);
+  });
+}
 }  // namespace
 
 void check_games_args(const GameConfig& cfg, const GamesView& v, int replicas) {
@@ -64,8 +77,7 @@ void games_step_host(const GameConfig& cfg, const GamesView& view, const int32_t
                      const uint32_t* epoch, uint32_t t, float* reward_out, float* obs_next) {
   check_games_args(cfg, view);
   const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, seed, *epoch, t};
-#pragma omp parallel for schedule(static) if (view.n >= kParallelGames)
-  for (int g = 0; g < view.n; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
+  step_games(cfg, view, 0, view.n, view.n >= kParallelGames, actions, draws, t, reward_out, obs_next);
 }
 
 void games_step_rows_host(const GameConfig& cfg, const GamesView& view, int g0, int g1, const int32_t* actions,
@@ -73,15 +85,14 @@ void games_step_rows_host(const GameConfig& cfg, const GamesView& view, int g0, 
   check_games_args(cfg, view);
   if (g0 < 0 || g1 > view.n || g0 > g1) throw std::invalid_argument("games_step_rows_host: games out of range");
   const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, seed, *epoch, t};
-  for (int g = g0; g < g1; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
+  step_games(cfg, view, g0, g1, false, actions, draws, t, reward_out, obs_next);
 }
 
 void games_step_explicit_host(const GameConfig& cfg, const GamesView& view, const int32_t* actions, const float* coins,
                               const int32_t* spawn_x, uint32_t t, float* reward_out, float* obs_next) {
   check_games_args(cfg, view);
   const ExplicitDrawSource draws{cfg.max_fruits, coins, spawn_x};
-#pragma omp parallel for schedule(static) if (view.n >= kParallelGames)
-  for (int g = 0; g < view.n; ++g) step_one_game(cfg, view, g, actions, draws, t, reward_out, obs_next);
+  step_games(cfg, view, 0, view.n, view.n >= kParallelGames, actions, draws, t, reward_out, obs_next);
 }
 
 }  // namespace grpo
