@@ -67,7 +67,7 @@ struct Slots {
   GRPO_HD static int fruits(int max_fruits) { return N > 0 ? N : max_fruits; }
 };
 using AnySlots = Slots<0>;
-constexpr int kDefaultFruits = 3;  // GameConfig's default: the slot count compiled apart
+constexpr int kDefaultFruits = GameConfig{}.max_fruits;  // the slot count compiled apart
 
 GRPO_HD bool slot_active(const GameState& s, int i) { return (s.active >> i) & 1u; }
 
