@@ -10,6 +10,11 @@ namespace grpo {
 constexpr int kFewRowsMax = 256;
 constexpr int kFewRowsMinCols = 32;  // one tile of columns
 constexpr int kFewRowsMinK = 32;     // the narrowest sum the cluster rollout's product matches bit for bit
+// How the few-row products sum over k, which the cluster rollout's products repeat bit for bit: an
+// fmaf chain from 0 over each tile of kFewRowsSumTile consecutive k (the last tile may be
+// shorter), the tiles' sums added to 0 in ascending order. Independent chains, so that a tensor-core
+// product can run four of them at once where one chain over all of k would wait on each step.
+constexpr int kFewRowsSumTile = 128;
 
 constexpr bool linear_forward_takes_few_rows(int M, int N, int K, bool tf32) {
   return !tf32 && M >= 1 && M <= kFewRowsMax && N >= kFewRowsMinCols && K >= kFewRowsMinK;

@@ -5,10 +5,10 @@
 // tile. K goes through shared memory 128 at a time, and each thread loads its share of the next
 // 128 into registers before it sums the current one: with about one block an SM nothing else
 // hides a load's L2 round trip, so only the first is waited for. Each of the 256 threads sums two
-// outputs (rows r and r + 8 of its column) in ascending k with fmaf, four k of each operand per
-// shared-memory load. A result does not depend on the schedule: graph replays and eager runs
-// agree bit for bit, and so does the cluster rollout's product (engine/cuda/rollout_cluster.cu),
-// which runs the same chains.
+// outputs (rows r and r + 8 of its column): in each tile of K, one fmaf chain in ascending k, four
+// k of each operand per shared-memory load; the tiles' sums added to 0 in order (kFewRowsSumTile). A
+// result does not depend on the schedule: graph replays and eager runs agree bit for bit, and so
+// does the cluster rollout's product (engine/cuda/rollout_cluster.cu), which sums the same way.
 // The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
 // fp32 tiles and sums the same way: half the bytes of W from L2.
 // Launched overlapped (core/launch.h) but in a graph loop's body: it waits for the kernel before
@@ -30,6 +30,7 @@ constexpr int kTileRows = 16, kTileCols = 32, kTileK = 128, kThreads = 256;
 constexpr int kXLoads = kTileRows * kTileK / kThreads, kWLoads = kTileCols * kTileK / kThreads;
 static_assert(kTileRows * kTileK % kThreads == 0 && kTileCols * kTileK % kThreads == 0, "whole shares");
 static_assert(kFewRowsMinCols == kTileCols, "linear_forward_takes_few_rows asks for a whole tile of columns");
+static_assert(kTileK == kFewRowsSumTile, "a shared-memory tile of K is a tile of the documented sum");
 
 __device__ __forceinline__ float widen(float x) { return x; }
 __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
@@ -80,16 +81,18 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (int j = 0; j < kWLoads; ++j) ws[rr + j * kRowStep][kk] = wr[j];
     __syncthreads();
     if (k0 + kTileK < K) fetch(k0 + kTileK);  // in flight while this tile is summed
+    float p0 = 0.f, p1 = 0.f;                 // the tile's sums: k ascending, one fmaf chain per output
 #pragma unroll 4
-    for (int k = 0; k < kTileK; k += 4) {  // k ascending, one fmaf chain per output
+    for (int k = 0; k < kTileK; k += 4) {
       const float4 w = *vector_at<const float4>(&ws[c][k]);
       const float4 x0 = *vector_at<const float4>(&xs[r][k]);
       const float4 x1 = *vector_at<const float4>(&xs[r + 8][k]);
-      acc0 = fmaf(x0.x, w.x, acc0), acc1 = fmaf(x1.x, w.x, acc1);
-      acc0 = fmaf(x0.y, w.y, acc0), acc1 = fmaf(x1.y, w.y, acc1);
-      acc0 = fmaf(x0.z, w.z, acc0), acc1 = fmaf(x1.z, w.z, acc1);
-      acc0 = fmaf(x0.w, w.w, acc0), acc1 = fmaf(x1.w, w.w, acc1);
+      p0 = fmaf(x0.x, w.x, p0), p1 = fmaf(x1.x, w.x, p1);
+      p0 = fmaf(x0.y, w.y, p0), p1 = fmaf(x1.y, w.y, p1);
+      p0 = fmaf(x0.z, w.z, p0), p1 = fmaf(x1.z, w.z, p1);
+      p0 = fmaf(x0.w, w.w, p0), p1 = fmaf(x1.w, w.w, p1);
     }
+    acc0 += p0, acc1 += p1;
     __syncthreads();
   }
   const int n = col0 + c;

@@ -11,11 +11,11 @@
 // that completes it, a1 by warps 1.. while thread 0 plays (ClusterHooks). Each barrier's release
 // waits for the thread's stores, and these then have a phase to land in.
 //
-// Each a1 element is one fmaf chain over k ascending from 0, plus 0 (the bias the few-row kernel
-// adds, absent here): the sums of kernels/matmul_few_rows.cu (rollout_cluster_product.cuh), and
-// the row-local part is the same function as rollout_step.cu's, so a run is the stepwise one bit
-// for bit. With the product on tensor cores (bf16, ClusterProduct::TensorCores) the emulator's
-// run still is; a GPU's a1 differs in the last places.
+// Each a1 element is summed as kernels/matmul_few_rows.cu sums (kernels/few_rows.h: an fmaf chain
+// a tile of k, the tiles' sums in order), plus 0 (the bias the few-row kernel adds, absent here;
+// rollout_cluster_product.cuh), and the row-local part is the same function as rollout_step.cu's,
+// so a run is the stepwise one bit for bit. With the product on tensor cores (bf16, ClusterProduct::TensorCores) the
+// emulator's run still is; a GPU's a1 differs in the last places.
 #include <algorithm>
 #include <array>
 #include <limits>

@@ -3,8 +3,9 @@
 // the block's rows of W1 (ws, `cols` of them), each row H elements, `stride` apart. Each element
 // goes to out(row, col, value): row of the cluster's rows, col of the block's columns.
 //
-// Two ways, each sum over k ascending from 0, plus 0 (the bias the few-row kernel adds, absent
-// here), as kernels/matmul_few_rows.cu sums:
+// Two ways, each sum of a tile of k's chain over k ascending, the tiles' sums added to 0 in order,
+// plus 0 (the bias the few-row kernel adds, absent here), as kernels/matmul_few_rows.cu sums
+// (kernels/few_rows.h):
 //   product        fmaf chains on the CUDA cores (fp32 or bf16 operands): the few-row kernel's
 //                  bits.
 //   product_mma    bf16 on the tensor cores (core/mma.cuh): the emulator's bits are the same;
@@ -15,14 +16,15 @@
 #include "core/mma.cuh"
 #include "engine/cuda/rollout_step_block.cuh"
 #include "kernels/bf16.h"
+#include "kernels/few_rows.h"
 #include "core/vector_access.h"
 
 namespace grpo::rollout_cluster_detail {
 
 using rollout_step_detail::kStepThreads;
 
-constexpr unsigned kRowTile = 8;   // rows a thread sums at once against one column of W1
-constexpr unsigned kMmaTiles = 2;  // 8-column tiles a warp multiplies at once (independent sums)
+constexpr unsigned kRowTile = 8;    // rows a thread sums at once against one column of W1
+constexpr unsigned kMmaChains = 4;  // tiles of k a warp sums at once on the tensor cores (independent chains)
 
 // Shared-memory rows of H elements are `stride` apart. The fmaf product: a multiple of 4 (aligned
 // four-element loads) plus 4, so that the lanes of a warp reading the same k of different rows
@@ -64,7 +66,7 @@ __device__ __forceinline__ void store4_smem(Bf16* p, unsigned n, const float (&v
 
 // A thread owns a column j and every sets-th row from its set, up to kRowTile at a time, and
 // walks k four at a time, so one load of W1 serves up to kRowTile fmaf and one load of a row
-// (a warp broadcast) serves four.
+// (a warp broadcast) serves four; a chain a tile of kFewRowsSumTile k, added to the row's sum.
 template <class T, class Out>
 __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows, unsigned cols, unsigned width,
                                         unsigned H, const Out& out) {
@@ -78,22 +80,30 @@ __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows,
       float acc[kRowTile];
 #pragma unroll
       for (unsigned i = 0; i < kRowTile; ++i) acc[i] = 0.f;
-      unsigned k = 0;
-      for (; k + 4 <= H; k += 4) {
-        float wv[4];
-        load4_smem(w + k, wv);
+      for (unsigned k0 = 0; k0 < H; k0 += kFewRowsSumTile) {
+        const unsigned k1 = min(H, k0 + kFewRowsSumTile);
+        float part[kRowTile];
 #pragma unroll
-        for (unsigned i = 0; i < kRowTile; ++i) {
-          if (i >= n) break;
-          float xv[4];
-          load4_smem(xs + size_t(r0 + i * sets) * stride + k, xv);
+        for (unsigned i = 0; i < kRowTile; ++i) part[i] = 0.f;
+        unsigned k = k0;
+        for (; k + 4 <= k1; k += 4) {
+          float wv[4];
+          load4_smem(w + k, wv);
 #pragma unroll
-          for (unsigned q = 0; q < 4; ++q) acc[i] = fmaf(xv[q], wv[q], acc[i]);
+          for (unsigned i = 0; i < kRowTile; ++i) {
+            if (i >= n) break;
+            float xv[4];
+            load4_smem(xs + size_t(r0 + i * sets) * stride + k, xv);
+#pragma unroll
+            for (unsigned q = 0; q < 4; ++q) part[i] = fmaf(xv[q], wv[q], part[i]);
+          }
         }
+        for (; k < k1; ++k)
+          for (unsigned i = 0; i < n; ++i)
+            part[i] = fmaf(widen(xs[size_t(r0 + i * sets) * stride + k]), widen(w[k]), part[i]);
+#pragma unroll
+        for (unsigned i = 0; i < kRowTile; ++i) acc[i] += part[i];
       }
-      for (; k < H; ++k)
-        for (unsigned i = 0; i < n; ++i)
-          acc[i] = fmaf(widen(xs[size_t(r0 + i * sets) * stride + k]), widen(w[k]), acc[i]);
 #pragma unroll
       for (unsigned i = 0; i < kRowTile; ++i)
         if (i < n) out(r0 + i * sets, j, acc[i] + 0.f);
@@ -111,79 +121,91 @@ __device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, uns
   return k + 1 < H ? pair(row, k) : row[k].bits;
 }
 
-// A warp at a time takes 16 rows (the m of m16n8k16) and kMmaTiles tiles of 8 columns, and
-// walks k 16 at a time, its kMmaTiles sums independent of each other. Row i of D depends on row i
-// of A alone and column j on column j of B, so a lane whose row of A (past `rows`) or column of B
-// (past `cols`) is not there reads the cluster's first h1 row instead (staged, so initialised)
-// and its results in that row or column are not stored: no branch in the loop but its last step.
+// A warp at a time takes 16 of the block's columns (the m of m16n8k16: 16 rows of W1, A) and 8
+// of the cluster's rows (the n: 8 h1 rows, B), so that no row of a product is padding where the
+// cluster has 8 games, and sums kMmaChains tiles of k at once: each tile its own chain of
+// mma.sync from 0, 16 k a step, the tiles' sums then added to the element's in order
+// (kernels/few_rows.h). Four chains of 8 steps (the small preset's 512 k) wait for one mma's
+// latency a step where one chain of 32 waited for it 32 times. Row i of D depends on row i of A
+// alone and column j on column j of B, so a lane whose row of W1 (past `cols`) or h1 row (past
+// `rows`) is not there reads the first row of its operand instead and its results in that row
+// or column are not stored.
 template <class Out>
 __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
                                             const Out& out) {
-  constexpr unsigned kWarps = kStepThreads / 32;
+  constexpr unsigned kWarps = kStepThreads / 32, kTile = kFewRowsSumTile, kSteps = kTile / 16;
+  static_assert(kTile % 16 == 0, "a tile of the sum is whole steps of 16");
   const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
-  // Items (a row tile, a group of column tiles) in row-major order, item i on warp i % kWarps:
-  // warp-uniform, as mma.sync requires, and counted rather than divided out of an index.
+  // Items (16 columns, 8 rows) in order, item i on warp i % kWarps: warp-uniform, as mma.sync
+  // requires, and counted rather than divided out of an index.
   unsigned item = 0;
-  for (unsigned m0 = 0; m0 < rows; m0 += 16)
-    for (unsigned n0 = 0; n0 < cols; n0 += 8 * kMmaTiles, ++item) {
+  for (unsigned m0 = 0; m0 < cols; m0 += 16)
+    for (unsigned n0 = 0; n0 < rows; n0 += 8, ++item) {
       if (item % kWarps != threadIdx.x / 32) continue;
-      const Bf16* x0 = m0 + g < rows ? xs + size_t(m0 + g) * stride : xs;
-      const Bf16* x1 = m0 + g + 8 < rows ? xs + size_t(m0 + g + 8) * stride : xs;
-      const Bf16* w[kMmaTiles];
-      float d[kMmaTiles][4];
+      const Bf16* w0 = m0 + g < cols ? ws + size_t(m0 + g) * stride : ws;
+      const Bf16* w1 = m0 + g + 8 < cols ? ws + size_t(m0 + g + 8) * stride : ws;
+      const Bf16* x = n0 + g < rows ? xs + size_t(n0 + g) * stride : xs;
+      float sum[4] = {0.f, 0.f, 0.f, 0.f};
+      for (unsigned t0 = 0; t0 < H; t0 += kMmaChains * kTile) {  // kMmaChains tiles from k t0
+        float d[kMmaChains][4];
 #pragma unroll
-      for (unsigned p = 0; p < kMmaTiles; ++p) {
-        const unsigned n = n0 + 8 * p + g;  // this lane's column of B
-        w[p] = n < cols ? ws + size_t(n) * stride : xs;
-        d[p][0] = d[p][1] = d[p][2] = d[p][3] = 0.f;
-      }
-      // A step's fragments: this lane's pairs of A's two rows and of B's kMmaTiles columns.
-      struct Fragments {
-        uint32_t a[4], b[kMmaTiles][2];
-      };
-      const auto load = [&](unsigned k, Fragments& f) {
-        f.a[0] = pair(x0, k), f.a[1] = pair(x1, k), f.a[2] = pair(x0, k + 8), f.a[3] = pair(x1, k + 8);
+        for (unsigned c = 0; c < kMmaChains; ++c) d[c][0] = d[c][1] = d[c][2] = d[c][3] = 0.f;
+        if (t0 + kMmaChains * kTile <= H) {
+          // Whole tiles: a step's fragments (this lane's pairs of A's two rows and of B's column,
+          // each chain's) loaded before the previous step's products issue, so that their
+          // shared-memory latency hides behind the products'; no test in the loop.
+          struct Fragments {
+            uint32_t a[kMmaChains][4], b[kMmaChains][2];
+          };
+          const auto load = [&](unsigned k, Fragments& f) {
 #pragma unroll
-        for (unsigned p = 0; p < kMmaTiles; ++p) f.b[p][0] = pair(w[p], k), f.b[p][1] = pair(w[p], k + 8);
-      };
-      const auto products = [&](const Fragments& f) {
+            for (unsigned c = 0; c < kMmaChains; ++c) {
+              const unsigned kc = k + c * kTile;
+              f.a[c][0] = pair(w0, kc), f.a[c][1] = pair(w1, kc), f.a[c][2] = pair(w0, kc + 8);
+              f.a[c][3] = pair(w1, kc + 8), f.b[c][0] = pair(x, kc), f.b[c][1] = pair(x, kc + 8);
+            }
+          };
+          const auto products = [&](const Fragments& f) {
 #pragma unroll
-        for (unsigned p = 0; p < kMmaTiles; ++p) mma_m16n8k16_bf16(d[p], f.a, f.b[p], d[p]);
-      };
-      // The whole steps of 16 (as many for every lane), each step's fragments loaded before the
-      // previous step's products issue, so that their shared-memory latency hides behind the
-      // products' instead of adding to it: the same products in the same order.
-      const unsigned whole = H / 16;
-      unsigned k = 2 * q;  // this lane's first k of each step of 16
-      if (whole > 0) {
-        Fragments now;
-        load(k, now);
-#pragma unroll 2
-        for (unsigned i = 1; i < whole; ++i, k += 16) {
-          Fragments next;
-          load(k + 16, next);
+            for (unsigned c = 0; c < kMmaChains; ++c) mma_m16n8k16_bf16(d[c], f.a[c], f.b[c], d[c]);
+          };
+          unsigned k = t0 + 2 * q;  // this lane's first k of each step of 16, in the first tile
+          Fragments now;
+          load(k, now);
+#pragma unroll
+          for (unsigned i = 1; i < kSteps; ++i) {
+            Fragments next;
+            load(k += 16, next);
+            products(now);
+            now = next;
+          }
           products(now);
-          now = next;
+        } else {
+          // The last tiles: those past H, and their steps past H, skipped (the same for every
+          // lane); the pairs of a step past H read as 0.
+          for (unsigned i = 0; i < kSteps; ++i)
+#pragma unroll
+            for (unsigned c = 0; c < kMmaChains; ++c) {
+              const unsigned k = t0 + c * kTile + 16 * i;
+              if (k >= H) continue;
+              const unsigned kl = k + 2 * q;
+              const uint32_t a[4] = {pair_within(w0, kl, H), pair_within(w1, kl, H), pair_within(w0, kl + 8, H),
+                                     pair_within(w1, kl + 8, H)};
+              const uint32_t b[2] = {pair_within(x, kl, H), pair_within(x, kl + 8, H)};
+              mma_m16n8k16_bf16(d[c], a, b, d[c]);
+            }
         }
-        products(now);
-        k += 16;
+#pragma unroll
+        for (unsigned c = 0; c < kMmaChains; ++c)
+          if (t0 + c * kTile < H)
+#pragma unroll
+            for (unsigned e = 0; e < 4; ++e) sum[e] += d[c][e];
       }
-      if (k - 2 * q < H) {  // the last, partial step (the same for every lane)
-        const uint32_t a[4] = {pair_within(x0, k, H), pair_within(x1, k, H), pair_within(x0, k + 8, H),
-                               pair_within(x1, k + 8, H)};
 #pragma unroll
-        for (unsigned p = 0; p < kMmaTiles; ++p) {
-          const uint32_t b[2] = {pair_within(w[p], k, H), pair_within(w[p], k + 8, H)};
-          mma_m16n8k16_bf16(d[p], a, b, d[p]);
-        }
+      for (unsigned e = 0; e < 4; ++e) {
+        const unsigned col = m0 + g + 8 * (e / 2), row = n0 + 2 * q + e % 2;
+        if (row < rows && col < cols) out(row, col, sum[e] + 0.f);
       }
-#pragma unroll
-      for (unsigned p = 0; p < kMmaTiles; ++p)
-#pragma unroll
-        for (unsigned e = 0; e < 4; ++e) {
-          const unsigned row = m0 + g + 8 * (e / 2), col = n0 + 8 * p + 2 * q + e % 2;
-          if (row < rows && col < cols) out(row, col, d[p][e] + 0.f);
-        }
     }
 }
 

@@ -162,6 +162,15 @@ TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
   expect_cluster_matches_steps(shape(37, 6, 3, Precision::Bf16), {1, 2, 0}, ClusterProduct::TensorCores);
 }
 
+// The tensor-core product sums four tiles of k at once (kernels/few_rows.h's order): at the small
+// preset's width each warp's four chains run whole tiles, the loop without tests; at 300 the
+// third tile is partial (44 k, its last step half past H) and the fourth chain has none.
+TEST(RolloutClusterCuda, TensorCoreProductOverWholeAndPartialTilesOfK) {
+  GRPO_REQUIRE_DEVICE();
+  expect_cluster_matches_steps(shape(512, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
+  expect_cluster_matches_steps(shape(300, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
+}
+
 // Rows long and many enough that a thread stages them in several batches of 8-byte chunks (24
 // h1 rows of 128 chunks: three batches of 8 rows; 32 rows of W1 a block: four) on one cluster.
 TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {

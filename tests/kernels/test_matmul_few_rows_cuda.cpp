@@ -1,9 +1,10 @@
 // The few-row product (kernels/matmul_few_rows.cu) against the host twin (OpenBLAS): ragged
 // tiles in every dimension, with and without bias, nothing written outside Y (a poisoned guard
-// after it), the bits of its documented sum (one fmaf chain per output in ascending k, then the
-// bias: the cluster rollout's product relies on it), the same bits on every call, and
-// linear_forward_cuda taking it exactly where
+// after it), the bits of its documented sum (kernels/few_rows.h: an fmaf chain a tile of k, the
+// tiles' sums added in order, then the bias: the cluster rollout's product relies on it), the
+// same bits on every call, and linear_forward_cuda taking it exactly where
 // linear_forward_takes_few_rows says. Fresh inputs each run; the seed is printed on failure.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -49,10 +50,16 @@ TEST(MatmulFewRowsCuda, MatchesHostWithRaggedTilesAndWritesOnlyY) {
       for (int m = 0; m < sh.M; ++m)
         for (int n = 0; n < sh.N; ++n) {
           float acc = 0.f;
-          for (int k = 0; k < sh.K; ++k) acc = std::fmaf(X[size_t(m) * sh.K + k], W[size_t(n) * sh.K + k], acc);
+          for (int k0 = 0; k0 < sh.K; k0 += kFewRowsSumTile) {
+            float part = 0.f;
+            for (int k = k0; k < std::min(sh.K, k0 + kFewRowsSumTile); ++k)
+              part = std::fmaf(X[size_t(m) * sh.K + k], W[size_t(n) * sh.K + k], part);
+            acc += part;
+          }
           chain[size_t(m) * sh.N + n] = acc + (with_bias ? b[n] : 0.f);
         }
-      EXPECT_EQ(std::memcmp(y.data(), chain.data(), y.size() * sizeof(float)), 0) << "not the ascending fmaf chain";
+      EXPECT_EQ(std::memcmp(y.data(), chain.data(), y.size() * sizeof(float)), 0)
+          << "not the documented sum (an fmaf chain a tile of k, the tiles added in order)";
       for (size_t i = want.size(); i < got.size(); ++i) ASSERT_TRUE(std::isnan(got[i])) << "wrote past Y at " << i;
       if (&sh != &shapes[0]) continue;
       linear_forward_few_rows_cuda(dX.get(), dW.get(), with_bias ? db.get() : nullptr, dY.get(), sh.M, sh.N, sh.K,
