@@ -124,12 +124,13 @@ void linear_forward_few_rows_cuda(const float* X, const float* W, const float* b
 void linear_forward_few_rows_bf16_cuda(const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N, int K,
                                        cudaStream_t stream);
 // Both without bias, on rows s*M.. of X and Y where s = *step is read on the device when the
-// kernel runs: one node in the body of a graph's loop serves every step of the rollout
-// (engine/cuda/rollout_loop_cuda.cpp). Same sums, so the same bits as the unstepped kernel.
+// kernel runs, and nothing at all where s >= steps: nodes in the body of a graph's loop serve
+// every step of the rollout (engine/cuda/rollout_loop_cuda.cpp). Same sums, so the same bits as
+// the unstepped kernel.
 void linear_forward_few_rows_stepped_cuda(const float* X, const float* W, float* Y, int M, int N, int K,
-                                          const uint32_t* step, cudaStream_t stream);
+                                          const uint32_t* step, uint32_t steps, cudaStream_t stream);
 void linear_forward_few_rows_stepped_bf16_cuda(const Bf16* X, const Bf16* W, float* Y, int M, int N, int K,
-                                               const uint32_t* step, cudaStream_t stream);
+                                               const uint32_t* step, uint32_t steps, cudaStream_t stream);
 void linear_backward_input_cuda(Blas& blas, const float* dY, const float* W, float* dX, int M, int N, int K,
                                 cudaStream_t stream);
 void linear_backward_weight_cuda(Blas& blas, const float* dY, const float* X, float* dW, int M, int N, int K,

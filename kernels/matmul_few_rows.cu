@@ -39,11 +39,12 @@ __device__ __forceinline__ float widen(Bf16 x) { return to_float(x); }
 template <class T>
 __global__ void __launch_bounds__(kThreads, 2)
     linear_forward_few_rows_kernel(const T* __restrict__ X, const T* __restrict__ W, const float* __restrict__ bias,
-                                   float* __restrict__ Y, int M, int N, int K, const uint32_t* step) {
+                                   float* __restrict__ Y, int M, int N, int K, const uint32_t* step, uint32_t steps) {
   wait_for_previous_kernel();
   release_next_kernel();
-  if (step) {  // rows step*M.. of X and Y, the step read now (a graph loop's body)
+  if (step) {  // rows step*M.. of X and Y, the step read now (a graph loop's body), if it is one
     const size_t s = *step;
+    if (s >= steps) return;
     X += s * size_t(M) * K;
     Y += s * size_t(M) * N;
   }
@@ -107,37 +108,39 @@ __global__ void __launch_bounds__(kThreads, 2)
 namespace {
 template <class T>
 void few_rows(const T* X, const T* W, const float* bias, float* Y, int M, int N, int K, const uint32_t* step,
-              cudaStream_t stream, const char* op) {
+              uint32_t steps, cudaStream_t stream, const char* op) {
   check_linear_shape(M, N, K, op);
   if (M == 0) return;
   const dim3 grid(ceil_div(size_t(N), kTileCols), ceil_div(size_t(M), kTileRows));
   if (step)  // a WHILE node's body: launched the ordinary way
-    launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step);
+    launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step, steps);
   else
-    launch_overlapped(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step);
+    launch_overlapped(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step,
+                      steps);
 }
 }  // namespace
 
 void linear_forward_few_rows_cuda(const float* X, const float* W, const float* bias, float* Y, int M, int N, int K,
                                   cudaStream_t stream) {
-  few_rows(X, W, bias, Y, M, N, K, nullptr, stream, "linear_forward_few_rows_cuda");
+  few_rows(X, W, bias, Y, M, N, K, nullptr, 0, stream, "linear_forward_few_rows_cuda");
 }
 
 void linear_forward_few_rows_bf16_cuda(const Bf16* X, const Bf16* W, const float* bias, float* Y, int M, int N, int K,
                                        cudaStream_t stream) {
-  few_rows(X, W, bias, Y, M, N, K, nullptr, stream, "linear_forward_few_rows_bf16_cuda");
+  few_rows(X, W, bias, Y, M, N, K, nullptr, 0, stream, "linear_forward_few_rows_bf16_cuda");
 }
 
 void linear_forward_few_rows_stepped_cuda(const float* X, const float* W, float* Y, int M, int N, int K,
-                                          const uint32_t* step, cudaStream_t stream) {
+                                          const uint32_t* step, uint32_t steps, cudaStream_t stream) {
   if (!step) throw std::invalid_argument("linear_forward_few_rows_stepped_cuda: no step counter");
-  few_rows(X, W, static_cast<const float*>(nullptr), Y, M, N, K, step, stream, "linear_forward_few_rows_stepped_cuda");
+  few_rows(X, W, static_cast<const float*>(nullptr), Y, M, N, K, step, steps, stream,
+           "linear_forward_few_rows_stepped_cuda");
 }
 
 void linear_forward_few_rows_stepped_bf16_cuda(const Bf16* X, const Bf16* W, float* Y, int M, int N, int K,
-                                               const uint32_t* step, cudaStream_t stream) {
+                                               const uint32_t* step, uint32_t steps, cudaStream_t stream) {
   if (!step) throw std::invalid_argument("linear_forward_few_rows_stepped_bf16_cuda: no step counter");
-  few_rows(X, W, static_cast<const float*>(nullptr), Y, M, N, K, step, stream,
+  few_rows(X, W, static_cast<const float*>(nullptr), Y, M, N, K, step, steps, stream,
            "linear_forward_few_rows_stepped_bf16_cuda");
 }
 

@@ -51,8 +51,9 @@ class CudaOps final : public Ops {
                                   int N, const DropoutSpec& d, float* scratch) override;
   // Eagerly, the default (ops.cpp). Under capture with set_rollout_loop(true), when the
   // rollout's product takes the few-row kernel (the small preset), every step but the last
-  // becomes one WHILE node whose body is that product and the fused step, each reading the step
-  // from a device counter (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes for T - 1
+  // becomes one WHILE node whose body is kRolloutLoopStepsPerTrip (rollout_step.h) times that
+  // product and the fused step, each reading the step from a device counter
+  // (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes and a body of 16 for T - 1
   // steps instead of 2 (T - 1). With set_rollout_cluster(true), where rollout_cluster_fits,
   // eagerly or not: games_reset, the trunk of step 0 and one kernel for all T steps
   // (engine/cuda/rollout_cluster.cu).

@@ -1,8 +1,9 @@
 // CudaOps::rollout (engine/cuda/ops.h): the rollout as one cluster kernel when asked
-// (rollout_cluster.h), else its steps as one WHILE graph node. The small
-// preset's 200 steps are otherwise 400 of an epoch graph's nodes; as a loop they are 3, and the
-// device runs the same kernels with the same arguments, the step read from a counter instead of
-// baked into each node, so the results are the default's bit for bit.
+// (rollout_cluster.h), else its steps as one WHILE graph node. The small preset's 200 steps are
+// otherwise 400 of an epoch graph's nodes; as a loop they are 3 and a body of
+// kRolloutLoopStepsPerTrip steps, and the device runs the same kernels with the same arguments,
+// the step read from a counter instead of baked into each node, so the results are the default's
+// bit for bit.
 #include "core/cuda_check.h"
 #include "engine/cuda/ops.h"
 #include "engine/cuda/rollout_cluster.h"
@@ -61,18 +62,23 @@ void CudaOps::rollout(const Rollout& r) {
   policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
   zero(loop_counters_.get(), 2 * sizeof(uint32_t));
   const WhileNode w = add_while_node(stream_);
-  // The body: steps 0 .. T-2 (each writes the next step's trunk), on step 0's pointers.
+  // The body: steps 0 .. T-2 (each writes the next step's trunk), on step 0's pointers,
+  // kRolloutLoopStepsPerTrip a trip; those of the last trip past T-2 do nothing.
   const RolloutStep first = rollout_step_at(r, 0);
   const RolloutLoop loop{loop_counters_.get(), w.cond, uint32_t(r.T - 1)};
+  const size_t trips = (size_t(loop.steps) + kRolloutLoopStepsPerTrip - 1) / kRolloutLoopStepsPerTrip;
   cudaStream_t body = body_stream_.get();
   CUDA_CHECK(cudaStreamBeginCaptureToGraph(body, w.body, nullptr, nullptr, 0, cudaStreamCaptureModeRelaxed));
   try {
-    if (bf16)
-      linear_forward_few_rows_stepped_bf16_cuda(first.now.h1_bf16, r.p.fc1_w_bf16, first.now.a1, r.N, r.H, r.H,
-                                                loop.counters, body);
-    else
-      linear_forward_few_rows_stepped_cuda(first.now.h1, r.p.fc1_w, first.now.a1, r.N, r.H, r.H, loop.counters, body);
-    rollout_step_looped_cuda(game_, first, loop, body);
+    for (uint32_t i = 0; i < kRolloutLoopStepsPerTrip; ++i) {
+      if (bf16)
+        linear_forward_few_rows_stepped_bf16_cuda(first.now.h1_bf16, r.p.fc1_w_bf16, first.now.a1, r.N, r.H, r.H,
+                                                  loop.counters, loop.steps, body);
+      else
+        linear_forward_few_rows_stepped_cuda(first.now.h1, r.p.fc1_w, first.now.a1, r.N, r.H, r.H, loop.counters,
+                                             loop.steps, body);
+      rollout_step_looped_cuda(game_, first, loop, body);
+    }
   } catch (...) {  // end the body's capture, or its stream stays unusable
     cudaGraph_t g = nullptr;
     (void)cudaStreamEndCapture(body, &g);
@@ -83,7 +89,7 @@ void CudaOps::rollout(const Rollout& r) {
   size_t body_nodes = 0;
   CUDA_CHECK(cudaGraphGetNodes(w.body, nullptr, &body_nodes));
   loop_nodes_.nodes += body_nodes;
-  loop_nodes_.runs += body_nodes * loop.steps;
+  loop_nodes_.runs += body_nodes * trips;
 
   // The last step, as the default runs it: no next trunk.
   const RolloutStep last = rollout_step_at(r, r.T - 1);

@@ -34,6 +34,7 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
+  if (loop.counters && t >= loop.steps) return;  // past the loop's steps: the condition is already false
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
   rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr,
                            AfterProduct{});

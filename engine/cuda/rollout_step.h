@@ -20,16 +20,20 @@ void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaSt
 // The checks behind that exception, `op` naming the caller (also rollout_cluster.cu's).
 void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, const char* op);
 
-// The kernel as the body of a WHILE graph node (engine/cuda/rollout_loop_cuda.cpp), which replays
-// one node for every step but the last. It reads its step t from counters[0] when it runs and
-// works on the rows of step t: s holds step 0's pointers (s.t is ignored, s.obs_next is set).
-// The last of its blocks to finish sets counters[0] to t + 1, counters[1] back to 0, and the
-// loop's condition to whether step t + 1 is looped too (t + 1 < steps).
+// The kernel in the body of a WHILE graph node (engine/cuda/rollout_loop_cuda.cpp), which holds
+// kRolloutLoopStepsPerTrip steps and replays them for every step but the last. It reads its step
+// t from counters[0] when it runs and works on the rows of step t: s holds step 0's pointers (s.t
+// is ignored, s.obs_next is set). The last of its blocks to finish sets counters[0] to t + 1,
+// counters[1] back to 0, and the loop's condition to whether step t + 1 is looped too
+// (t + 1 < steps). Where t >= steps (the last trip's steps past the loop's) it does nothing.
 struct RolloutLoop {
   uint32_t* counters;  // [2], both 0 before the first step
   cudaGraphConditionalHandle cond;
   uint32_t steps;
 };
+// Each trip of the loop costs more than its nodes would as nodes of the graph (the H200: ~4.8 us
+// a trip), so a trip runs several steps; the last one's surplus steps are empty launches.
+constexpr uint32_t kRolloutLoopStepsPerTrip = 8;
 void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop,
                               cudaStream_t stream);
 

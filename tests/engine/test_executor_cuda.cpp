@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "engine/cuda/rollout_step.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
 
@@ -69,9 +70,10 @@ TEST(ExecutorCuda, InfoGraphCapturesAfterAWarmUp) {
 }
 
 // At hidden 32 the rollout's product takes the few-row kernel: by default the graph holds its
-// steps unrolled, as many nodes as runs; --rollout-loop holds them as one WHILE node, so fewer
-// nodes than it runs (--no-rollout-loop is the default again); --cluster-rollout makes the six
-// steps one kernel node, in place of the loop's memset, WHILE node and last step.
+// steps unrolled, as many nodes as runs; --rollout-loop holds them as one WHILE node, whose body
+// of kRolloutLoopStepsPerTrip steps runs once here (--no-rollout-loop is the default again);
+// --cluster-rollout makes the six steps one kernel node, in place of the loop's memset, WHILE node
+// and last step.
 TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
   GRPO_REQUIRE_DEVICE();
   const auto sizes = [](const std::string& extra) {
@@ -91,12 +93,14 @@ TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
   const auto [loop_nodes, loop_runs] = sizes("--rollout-loop");
   const auto [flat_nodes, flat_runs] = sizes("");
   EXPECT_EQ(sizes("--no-rollout-loop"), std::pair(flat_nodes, flat_runs));
-  EXPECT_EQ(loop_runs, loop_nodes - 2 + 2 * 5) << "a body of two nodes, five trips";
+  const unsigned long body = 2 * kRolloutLoopStepsPerTrip;  // five steps looped: one trip
+  EXPECT_EQ(loop_runs, loop_nodes) << "a body of " << body << " nodes, one trip";
   EXPECT_EQ(flat_nodes, flat_runs);
-  EXPECT_EQ(flat_nodes, loop_runs - 2) << "unrolled: no memset of the counters, no WHILE node";
+  EXPECT_EQ(flat_nodes, loop_runs - 2 - (body - 2 * 5))
+      << "unrolled: no memset of the counters, no WHILE node, no surplus steps";
   const auto [cluster_nodes, cluster_runs] = sizes("--cluster-rollout");
   EXPECT_EQ(cluster_nodes, cluster_runs);
-  EXPECT_EQ(cluster_nodes, loop_nodes - 2 - 3) << "the loop's count holds its body's two nodes";
+  EXPECT_EQ(cluster_nodes, loop_nodes - body - 3) << "the loop's count holds its body's nodes";
 }
 
 // The run says whether --cluster-rollout was taken, and why not where the shape is not the

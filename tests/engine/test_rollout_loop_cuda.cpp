@@ -3,15 +3,20 @@
 // same arena (random parameters, everything else poisoned), a captured rollout's replay must
 // leave every byte of the arena as the eager run did, and again on a second replay over a freshly
 // poisoned arena (the loop's counter and condition start over at every launch). The loop's body
-// holds the two nodes of one step, run T - 1 times; the graph's own node count does not grow with
-// T. Fresh parameters each run; the seed is printed on failure.
+// holds the two nodes of each of kRolloutLoopStepsPerTrip steps, run until T - 1 steps have run
+// (the last trip's surplus steps do nothing); the graph's own node count does not grow with T.
+// Fresh parameters each run; the seed is printed on failure.
 #include <random>
 #include <vector>
 
+#include "engine/cuda/rollout_step.h"
 #include "tests/engine/rollout_arena_util.h"
 
 namespace grpo::test {
 namespace {
+
+// Trips of the loop for a rollout of T steps (T - 1 looped).
+size_t trips(int T) { return (size_t(T - 1) + kRolloutLoopStepsPerTrip - 1) / kRolloutLoopStepsPerTrip; }
 
 void expect_loop_matches_eager(TrainConfig c) {
   c.rollout_loop = true;
@@ -26,8 +31,8 @@ void expect_loop_matches_eager(TrainConfig c) {
 
   const Outcome eager = run_rollout(c, image, slabs, false);
   const Outcome graph = run_rollout(c, image, slabs, true, 2);
-  EXPECT_EQ(graph.loop.nodes, 2u) << "the body: the product and the fused step";
-  EXPECT_EQ(graph.loop.runs, 2u * (c.max_steps - 1));
+  EXPECT_EQ(graph.loop.nodes, 2u * kRolloutLoopStepsPerTrip) << "the body: the product and the fused step, a trip's";
+  EXPECT_EQ(graph.loop.runs, graph.loop.nodes * trips(c.max_steps));
   ASSERT_EQ(graph.arena.size(), eager.arena.size());
   const size_t first_diff = first_difference(eager.arena, graph.arena);
   EXPECT_EQ(first_diff, eager.arena.size())
@@ -42,19 +47,19 @@ void expect_loop_matches_eager(TrainConfig c) {
   expect_same_without_h0(c, eager.arena, run_rollout(c, image, slabs, false, 1, nullptr, false).arena, "eager");
   expect_same_without_h0(c, eager.arena, run_rollout(c, image, slabs, true, 2, nullptr, false).arena, "replayed");
 
-  // More steps, the same graph outside the loop.
+  // A trip more, the same graph outside the loop.
   TrainConfig longer = c;
-  longer.max_steps = c.max_steps + 3;
+  longer.max_steps = c.max_steps + int(kRolloutLoopStepsPerTrip);
   const Outcome more = run_rollout(longer, poisoned_arena(longer, epoch), slabs, true);
   EXPECT_EQ(more.top_nodes, graph.top_nodes);
-  EXPECT_EQ(more.loop.runs, 2u * (longer.max_steps - 1));
+  EXPECT_EQ(more.loop.runs, graph.loop.runs + graph.loop.nodes);
 }
 
 TEST(RolloutLoopCuda, ReplayEqualsEagerAtARaggedHiddenSize) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   c.hidden_size = 37;  // not a multiple of 4: the kernels' scalar paths
-  c.max_steps = 5;
+  c.max_steps = 11;    // a whole trip, then 2 steps and 6 that do nothing
   expect_loop_matches_eager(c);
 }
 
@@ -62,7 +67,7 @@ TEST(RolloutLoopCuda, ReplayEqualsEagerInBf16) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   c.hidden_size = 64;
-  c.max_steps = 4;
+  c.max_steps = 4;  // 3 steps and 5 that do nothing
   c.precision = Precision::Bf16;
   expect_loop_matches_eager(c);
 }

@@ -2,6 +2,7 @@
 // executor, graph replay against eager launches, and run-to-run determinism.
 #include <gtest/gtest.h>
 
+#include "engine/cuda/rollout_step.h"
 #include "engine/layout.h"
 #include "tests/engine/engine_test_util.h"
 #include "tests/test_util.h"
@@ -81,20 +82,29 @@ TEST(TrainCuda, GrpoGraphReplayEqualsEagerBitForBit) {
   expect_graph_equals_eager(tiny_grpo_config());
 }
 
+// The loop's nodes a replay runs for a rollout of T steps: its body (two nodes for each of
+// kRolloutLoopStepsPerTrip steps) once a trip, until T - 1 steps have run.
+size_t loop_runs(int T) {
+  const size_t body = 2 * kRolloutLoopStepsPerTrip;
+  return body * ((size_t(T - 1) + kRolloutLoopStepsPerTrip - 1) / kRolloutLoopStepsPerTrip);
+}
+
 // From hidden 32 the rollout's product takes the few-row kernel, and with rollout_loop the graph
 // holds every rollout step but the last as one WHILE node (engine/cuda/rollout_loop_cuda.cpp):
-// its body's two nodes run T - 1 times per replay, and the run is the eager one bit for bit.
+// its body runs until T - 1 steps have, and the run is the eager one bit for bit.
 TEST(TrainCuda, GraphWithTheRolloutLoopEqualsEagerBitForBit) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   c.hidden_size = 32;
   c.rollout_loop = true;
   const Executor::GraphSize looped = expect_graph_equals_eager(c);
-  EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
+  const size_t body = 2 * kRolloutLoopStepsPerTrip;
+  EXPECT_EQ(looped.runs, looped.nodes - body + loop_runs(c.max_steps));
   c.rollout_loop = false;  // the same epoch unrolled (the default): two nodes a step
   const Executor::GraphSize unrolled = expect_graph_equals_eager(c);
   EXPECT_EQ(unrolled.runs, unrolled.nodes);
-  EXPECT_EQ(unrolled.nodes, looped.runs - 2) << "unrolled, the memset and the WHILE node go";
+  EXPECT_EQ(unrolled.nodes, looped.runs - 2 - (loop_runs(c.max_steps) - 2 * size_t(c.max_steps - 1)))
+      << "unrolled, the memset, the WHILE node and the last trip's surplus steps go";
 }
 
 TEST(TrainCuda, GrpoBf16GraphWithTheRolloutLoopEqualsEagerBitForBit) {
@@ -103,7 +113,7 @@ TEST(TrainCuda, GrpoBf16GraphWithTheRolloutLoopEqualsEagerBitForBit) {
   c.hidden_size = 32;
   c.rollout_loop = true;
   const Executor::GraphSize looped = expect_graph_equals_eager(c);
-  EXPECT_EQ(looped.runs, looped.nodes - 2 + 2 * size_t(c.max_steps - 1));
+  EXPECT_EQ(looped.runs, looped.nodes - 2 * kRolloutLoopStepsPerTrip + loop_runs(c.max_steps));
 }
 
 // --cluster-rollout (engine/cuda/rollout_cluster.cu): whole epochs, graph and eager, are the
