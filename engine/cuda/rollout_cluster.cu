@@ -195,6 +195,7 @@ struct GamesOnChip {
 template <class T>
 struct ClusterHooks : StepHooks {
   static constexpr bool kH1Global = false;
+  static constexpr bool kPrefetchTrunk = false;  // the parameters are on chip (OnChipParams)
   T* xs;
   unsigned stride, row, H;
   GamesOnChip on_chip;

@@ -59,8 +59,12 @@ struct StepScratch : StepShared {
 //                    load<S>(g) and store<S>(g, state) (env/games.h).
 //   while_playing()  warps 1.. while thread 0 plays the game (warp 0's other lanes wait for it:
 //                    a divergent warp runs its paths in turn).
+//   kPrefetchTrunk   whether the trunk's parameters come from global memory, so that the block
+//                    prefetches them while thread 0 plays (prefetch_trunk); false where the caller
+//                    passes copies on chip, whose kernel then has no prefetch code at all.
 struct StepHooks {
   static constexpr bool kH1Global = true;
+  static constexpr bool kPrefetchTrunk = true;
   __device__ __forceinline__ void ready() const {}
   __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
   __device__ __forceinline__ const GamesView& games(const Ops::RolloutStep& s) const { return s.games; }
@@ -321,8 +325,9 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 // W_in's D rows (transposed), LayerNorm's gamma and beta. A prefetch holds no register, so the
 // trunk's loads find them in L1 once the game is over instead of each waiting on L2 (a kernel
 // starts with none of them in L1). Only where p is s.p's, in global memory (the cluster kernel
-// reads copies on chip), and a thread has at most two groups (the small preset's one): past that
-// five blocks an SM hide the round trips, and the prefetches would add to an issue-bound step.
+// reads copies on chip and compiles none of this: StepHooks::kPrefetchTrunk), and a thread has
+// at most two groups (the small preset's one): past that five blocks an SM hide the round trips,
+// and the prefetches would add to an issue-bound step.
 template <bool kVec>
 __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamViews& p) {
   const Columns<kVec> cols(unsigned(s.H));
@@ -361,7 +366,8 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
   __syncthreads();
-  if (!last) prefetch_trunk<kVec>(s, p);
+  if constexpr (Hooks::kPrefetchTrunk)
+    if (!last) prefetch_trunk<kVec>(s, p);
   if (threadIdx.x == 0)
     step_game(cfg, s, hooks.games(s), b_out, epoch, t, shift, g, last, sh);
   else if (threadIdx.x >= 32)
