@@ -152,6 +152,10 @@ int main(int argc, char** argv) {
                  "--cluster-rollout); mma: with its product on bf16 tensor cores (--cluster-rollout-mma, needs "
                  "--precision bf16); off: the default")
       ->check(CLI::IsMember({"on", "mma", "off"}));
+  std::string gemm_tuning;
+  app.add_option("--gemm-tuning", gemm_tuning,
+                 "the CUDA executors take cuBLASLt's answers from this file (grpo tune-gemm; grpo train "
+                 "--gemm-tuning)");
   app.add_option("--json", json_path, "also write the results as JSON to this file");
   if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_epoch")) return *code;
 
@@ -168,6 +172,7 @@ int main(int argc, char** argv) {
   c.rollout_loop = rollout_loop == "on";
   c.rollout_cluster = rollout_cluster != "off";
   c.rollout_cluster_mma = rollout_cluster == "mma";
+  c.gemm_tuning = gemm_tuning;
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -189,7 +194,8 @@ int main(int argc, char** argv) {
                 {"precision", precision_name(c.precision)},
                 {"rollout_loop", c.rollout_loop},
                 {"rollout_cluster", c.rollout_cluster},
-                {"rollout_cluster_mma", c.rollout_cluster_mma}}},
+                {"rollout_cluster_mma", c.rollout_cluster_mma},
+                {"gemm_tuning", c.gemm_tuning}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},
               {"min_bytes_per_epoch", cost.min_bytes},
@@ -239,7 +245,13 @@ int main(int argc, char** argv) {
       TrainConfig g = c;
       g.backend = Backend::Cuda;
       g.use_graph = graph;
-      auto ex = make_cuda_executor(g);
+      std::unique_ptr<Executor> ex;
+      try {
+        ex = make_cuda_executor(g);
+      } catch (const UsageError& e) {  // a tuning file for another device, say
+        std::fprintf(stderr, "bench_epoch: error: %s\n", e.what());
+        return 2;
+      }
       const Times t = time_executor(*ex, g, std::max(warmup, 2), repeats);
       rows.push_back({graph ? "cuda graph" : "cuda eager", t.waited, t.pipelined});
     }

@@ -13,10 +13,11 @@ struct Command {
   std::function<int()> run;  // returns the process exit code; throws UsageError for bad input
 };
 
-Command add_replay_command(CLI::App& app);  // cli/replay_command.cpp
-Command add_train_command(CLI::App& app);   // cli/train_command.cpp
-Command add_info_command(CLI::App& app);    // cli/info_command.cpp
-Command add_play_command(CLI::App& app);    // cli/play_command.cpp
-Command add_eval_command(CLI::App& app);    // cli/eval_command.cpp
+Command add_replay_command(CLI::App& app);     // cli/replay_command.cpp
+Command add_train_command(CLI::App& app);      // cli/train_command.cpp
+Command add_info_command(CLI::App& app);       // cli/info_command.cpp
+Command add_play_command(CLI::App& app);       // cli/play_command.cpp
+Command add_eval_command(CLI::App& app);       // cli/eval_command.cpp
+Command add_tune_gemm_command(CLI::App& app);  // cli/tune_gemm_command.cpp
 
 }  // namespace grpo

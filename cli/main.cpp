@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   commands.push_back(grpo::add_replay_command(app));
   commands.push_back(grpo::add_play_command(app));
   commands.push_back(grpo::add_eval_command(app));
+  commands.push_back(grpo::add_tune_gemm_command(app));
   grpo::check_every_flag_value(app);
   try {
     app.parse(argc, argv);

@@ -77,6 +77,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->capture_default_str();
   app.add_flag("--no-graph", f.no_graph,
                "cuda: launch every kernel eagerly (per-phase NVTX ranges) instead of one graph");
+  app.add_option("--gemm-tuning", c.gemm_tuning,
+                 "cuda: take cuBLASLt's answers per product from this file (grpo tune-gemm writes it on the "
+                 "same device; default: the heuristic's first)");
   app.add_flag("--rollout-loop,!--no-rollout-loop", f.rollout_loop,
                "cuda: capture the rollout's steps as one WHILE node (where the product takes the few-row "
                "kernel) instead of two nodes a step: fewer nodes, slower on an H200");

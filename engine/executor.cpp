@@ -68,9 +68,14 @@ void require_memory(size_t need, size_t available, const char* where) {
 
 std::unique_ptr<Executor> make_executor(const TrainConfig& c, bool quiet) {
   std::string why;
+  const auto host = [&c] {
+    if (!c.gemm_tuning.empty())
+      throw UsageError("--gemm-tuning " + c.gemm_tuning + ": the host executor has no cuBLASLt (--backend cuda)");
+    return make_host_executor(c);
+  };
   switch (c.backend) {
     case Backend::Host:
-      return make_host_executor(c);
+      return host();
     case Backend::Cuda:
       if (!cuda_device_available(&why)) throw UsageError("--backend cuda: " + why);
 #if defined(GRPO_HAVE_CUDA)
@@ -81,16 +86,17 @@ std::unique_ptr<Executor> make_executor(const TrainConfig& c, bool quiet) {
     case Backend::Auto:
 #if defined(GRPO_SIMT)
       // The "device" of a simt build is the CPU emulator: correct, but far too slow to train on.
-      if (!quiet)
+      if (c.gemm_tuning.empty() && !quiet)
         std::fprintf(stderr, "grpo: simt build: training on the host executor (--backend cuda runs the emulator)\n");
-      return make_host_executor(c);
+      return host();
 #elif defined(GRPO_HAVE_CUDA)
       if (cuda_device_available(&why)) return make_cuda_executor(c);
 #endif
-      if (!quiet) std::fprintf(stderr, "grpo: no GPU (%s): training on the host executor\n", why.c_str());
-      return make_host_executor(c);
+      if (c.gemm_tuning.empty() && !quiet)
+        std::fprintf(stderr, "grpo: no GPU (%s): training on the host executor\n", why.c_str());
+      return host();
   }
-  return make_host_executor(c);
+  return host();
 }
 
 RunState initial_state(const TrainConfig& c) {

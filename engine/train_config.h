@@ -46,6 +46,10 @@ struct TrainConfig {
   Backend backend = Backend::Auto;
   bool use_graph = true;                  // false: --no-graph (eager, per-phase NVTX ranges)
   Precision precision = Precision::Fp32;  // --precision: the CUDA executor's products (kernels/precision.h)
+  // --gemm-tuning: a file of cuBLASLt's answers per product (engine/cuda/gemm_tuning.h), timed on
+  // this device by grpo tune-gemm; empty: the heuristic's first answer for each. Like the
+  // backend, a choice of this machine: a checkpoint does not keep it.
+  std::string gemm_tuning;
   // true: the CUDA executor's graph holds the rollout's steps but the last as one WHILE node where
   // the product takes the few-row kernel (engine/cuda/rollout_loop_cuda.cpp), 12x fewer nodes;
   // false: two nodes a step. Off by default: on an H200 a trip of the loop took ~5 us longer than

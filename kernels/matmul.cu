@@ -8,6 +8,7 @@
 //   dX = dY W    ->  dX^T[K,M] = W^T[K,N] dY^T[N,M]        gemm(N, N, K, M, N, W, K, dY, N, dX, K)
 //   dW = dY^T X  ->  dW^T[K,N] = X^T[K,M] (dY^T)^T[M,N]    gemm(N, T, K, N, M, X, K, dY, N, dW, K)
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +22,8 @@ namespace grpo {
 
 Blas::Blas(BlasOptions options) : options_(options) {
   if (options_.heuristic_rank < 0) throw std::invalid_argument("Blas: heuristic_rank must be at least 0");
+  for (const auto& [shape, rank] : options_.ranks)
+    if (rank < 0) throw std::invalid_argument("Blas: a tuned rank must be at least 0");
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   try {
     if (options_.workspace_bytes > 0) workspace_ = cuda::device_array<std::byte>(options_.workspace_bytes);
@@ -35,23 +38,34 @@ Blas::Blas(BlasOptions options) : options_(options) {
 }
 
 Blas::~Blas() {  // destructors do not throw: errors here are ignored
-  for (auto& [shape, p] : plans_) {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.desc);
-  }
+  for (auto& [shape, p] : plans_) destroy_plan(p);
   cublasLtMatmulPreferenceDestroy(pref_);
   cublasLtDestroy(handle_);
 }
 
-const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
+void Blas::destroy_plan(Plan& p) {
+  if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+  if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+  if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+  if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+  p.a = p.b = p.c = nullptr;
+  p.desc = nullptr;
+}
+
+Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
   auto it = plans_.find(s);
   if (it != plans_.end()) return it->second;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
   if (capturing != cudaStreamCaptureStatusNone)
     throw CudaError("Blas: first use of a GEMM shape inside a stream capture; run every shape eagerly first");
+  const auto tuned = options_.ranks.find(s);
+  return plans_.emplace(s, make_plan(s, tuned != options_.ranks.end() ? tuned->second : options_.heuristic_rank))
+      .first->second;
+}
+
+Blas::Plan Blas::make_plan(const Shape& s, int rank) {
+  if (rank < 0) throw std::invalid_argument("Blas: a heuristic rank must be at least 0");
   const auto [ta, tb, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, bf16] = s;
   // bf16 operands sum in plain fp32 (CUBLAS_COMPUTE_32F is cuBLASLt's compute type for bf16 A
   // and B with an fp32 C); fp32 operands in TF32 only when asked.
@@ -74,7 +88,6 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, operand, ta ? k : m, ta ? m : k, lda));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, operand, tb ? n : k, tb ? k : n, ldb));
     CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_32F, m, n, ldc));
-    const int rank = options_.heuristic_rank;
     std::vector<cublasLtMatmulHeuristicResult_t> answers(size_t(rank) + 1);
     int found = 0;
     const std::string what = std::string(" for a ") + (bf16 ? "bf16 " : "") + std::to_string(m) + "x" +
@@ -99,13 +112,10 @@ const Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
                               ", none at rank " + std::to_string(rank));
     p.algo = answers[size_t(rank)].algo;
   } catch (...) {
-    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
-    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
-    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
-    if (p.desc) cublasLtMatmulDescDestroy(p.desc);
+    destroy_plan(p);
     throw;
   }
-  return plans_.emplace(s, p).first->second;
+  return p;
 }
 
 namespace {
@@ -116,11 +126,61 @@ int alignment(const void* p) {
 }  // namespace
 
 void Blas::run(const Shape& s, const void* A, const void* B, float* C, bool accumulate, cudaStream_t stream) {
-  const Plan& p = plan(s, stream);
+  Plan& p = plan(s, stream);
+  p.last_a = A, p.last_b = B, p.last_c = C, p.last_accumulate = accumulate;
   last_ = &p;
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
   CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_.get(),
                               options_.workspace_bytes, stream));
+}
+
+std::vector<Blas::RankTimes> Blas::time_ranks(int ranks, int repeats, cudaStream_t stream) {
+  if (ranks < 1 || repeats < 1) throw std::invalid_argument("Blas::time_ranks: needs at least one rank and repeat");
+  int dev = 0, l2 = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  const size_t flush_bytes = std::max<size_t>(2 * size_t(l2), 1 << 20);  // twice L2: none of the operands stays
+  const cuda::DeviceArray<std::byte> flush = cuda::device_array<std::byte>(flush_bytes);
+  const cuda::Event start = cuda::make_event(cudaEventDefault), stop = cuda::make_event(cudaEventDefault);
+  std::vector<RankTimes> out;
+  for (const auto& [s, used] : plans_) {
+    if (!used.last_c) continue;
+    RankTimes times{s, std::vector<float>(size_t(ranks), std::numeric_limits<float>::quiet_NaN())};
+    for (int r = 0; r < ranks; ++r) {
+      Plan p;
+      try {
+        p = make_plan(s, r);
+      } catch (const std::out_of_range&) {
+        break;  // the heuristic has no more answers
+      }
+      try {
+        const float one = 1.f, beta = used.last_accumulate ? 1.f : 0.f;
+        const auto call = [&] {
+          CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, used.last_a, p.a, used.last_b, p.b, &beta, used.last_c,
+                                      p.c, used.last_c, p.c, &p.algo, workspace_.get(), options_.workspace_bytes,
+                                      stream));
+        };
+        call();  // the first call of an algorithm may load its kernel
+        std::vector<float> ms(static_cast<size_t>(repeats));
+        for (float& m : ms) {
+          CUDA_CHECK(cudaMemsetAsync(flush.get(), 0, flush_bytes, stream));
+          CUDA_CHECK(cudaEventRecord(start.get(), stream));
+          call();
+          CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+          CUDA_CHECK(cudaEventSynchronize(stop.get()));
+          CUDA_CHECK(cudaEventElapsedTime(&m, start.get(), stop.get()));
+        }
+        std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
+        times.us[size_t(r)] = 1000.f * ms[ms.size() / 2];
+      } catch (...) {
+        destroy_plan(p);
+        throw;
+      }
+      destroy_plan(p);
+    }
+    out.push_back(std::move(times));
+  }
+  return out;
 }
 
 Blas::AlgoConfig Blas::last_algorithm() const {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <vector>
 
 #include "kernels/activations_colsum.h"
 #include "kernels/bf16.h"
@@ -45,7 +46,16 @@ void linear_backward_weight_bf16_host(const Bf16* dY, const Bf16* X, float* dW, 
 void check_linear_shape(int M, int N, int K, const char* op);
 
 #if defined(GRPO_HAVE_CUDA)
+// A product as Blas tells products apart: ta, tb, m, n, k, lda, ldb, ldc, the alignments in bytes
+// (2 to 256) of A, B and C, each its own (an algorithm needs each operand at least as aligned as
+// the preference it was chosen under, and no fp32 C can promise less than 4 bytes, whatever bf16
+// A and B may), and whether A and B are bf16.
+using GemmShape = std::array<int, 12>;
+
 struct BlasOptions {
+  BlasOptions() = default;
+  explicit BlasOptions(Precision p, size_t workspace = size_t(32) << 20, int rank = 0)
+      : precision(p), workspace_bytes(workspace), heuristic_rank(rank) {}
   // Tf32: the fp32 products in TF32 tensor-core math (relative error ~1e-3), opt in. Fp32 and
   // Bf16 run fp32 products in fp32; bf16 operands (gemm_bf16) are summed in fp32 whatever this is.
   Precision precision = Precision::Fp32;
@@ -54,6 +64,9 @@ struct BlasOptions {
   // bench_gemm_algos_cuda times the others to measure what the first leaves on the table. A rank
   // the heuristic does not reach throws std::out_of_range at the shape's first use.
   int heuristic_rank = 0;
+  // Per product, the answer to take instead of heuristic_rank: a tuning file's choices
+  // (engine/cuda/gemm_tuning.h), timed on one device and cuBLASLt version and valid on those.
+  std::map<GemmShape, int> ranks;
 };
 
 // One cuBLASLt handle, the workspace it owns, and one fixed algorithm per product shape.
@@ -89,19 +102,34 @@ class Blas {
   };
   AlgoConfig last_algorithm() const;
 
+  // Each product run so far, timed at each of the heuristic's first `ranks` answers on the
+  // operands of its last call, which must still be allocated (CUDA events, L2 flushed before
+  // each call, the median of `repeats`): us[r] in microseconds, NaN past the answers the
+  // heuristic has. The products overwrite (or, where they accumulate, add to) their outputs
+  // again and again: what the caller computed there is gone. Eager only; for `grpo tune-gemm`.
+  struct RankTimes {
+    GemmShape shape;
+    std::vector<float> us;
+  };
+  std::vector<RankTimes> time_ranks(int ranks, int repeats, cudaStream_t stream);
+
  private:
-  // ta, tb, m, n, k, lda, ldb, ldc, the alignments in bytes (2 to 256) of A, B and C, each its
-  // own (an algorithm needs each operand at least as aligned as the preference it was chosen
-  // under, and no fp32 C can promise less than 4 bytes, whatever bf16 A and B may), and whether A
-  // and B are bf16.
-  using Shape = std::array<int, 12>;
+  using Shape = GemmShape;
   void run(const Shape& s, const void* A, const void* B, float* C, bool accumulate, cudaStream_t stream);
   struct Plan {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
+    const void* last_a = nullptr;  // the operands of the last call (time_ranks)
+    const void* last_b = nullptr;
+    float* last_c = nullptr;
+    bool last_accumulate = false;
   };
-  const Plan& plan(const Shape& s, cudaStream_t stream);
+  Plan& plan(const Shape& s, cudaStream_t stream);
+  // The descriptors of shape s with the heuristic's answer of rank `rank` (std::out_of_range
+  // where it has none); the caller destroys them (destroy_plan).
+  Plan make_plan(const Shape& s, int rank);
+  static void destroy_plan(Plan& p);
 
   BlasOptions options_;
   cublasLtHandle_t handle_ = nullptr;

@@ -1,7 +1,7 @@
 // cuBLASLt shim: the matmul subset the engine calls (handle, fp32 matmul descriptor with
 // transposes and pointer mode, column-major layouts (fp32, or bf16 A and B under plain fp32
 // compute, summed in fp32 like fp32 operands), a preference with a workspace limit, the
-// algorithm heuristic and an algorithm's configuration, cublasLtMatmul). The algorithms and the
+// algorithm heuristic and an algorithm's configuration, cublasLtMatmul, the version). The algorithms and the
 // heuristic are those of gemm_model.h: each algorithm sums in its own fp32 order, and the
 // heuristic may answer differently while a stream captures, so only a caller that fixes its
 // algorithm gets the same bits eagerly and in a graph. A (shape, algorithm) must have run once
@@ -94,6 +94,9 @@ cublasStatus_t shape_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cub
 }
 
 }  // namespace
+
+// The version of the headers the emulator was built with: the library it stands in for.
+size_t cublasLtGetVersion(void) { return CUBLAS_VERSION; }
 
 cublasStatus_t cublasLtCreate(cublasLtHandle_t* h) {
   if (!h) return CUBLAS_STATUS_INVALID_VALUE;

@@ -8,11 +8,13 @@
 // non-blocking, so it is not ordered after the legacy default stream: a synchronous cudaMemcpy
 // from pageable memory may return before its data lands, and a cudaMemset is asynchronous.
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 
 #include <nvtx3/nvToolsExt.h>
 
+#include "engine/cuda/gemm_tuning.h"
 #include "engine/cuda/ops.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "core/errors.h"
@@ -30,6 +32,9 @@ class CudaExecutor final : public Executor {
  public:
   explicit CudaExecutor(const TrainConfig& c)
       : cfg_(c), layout_(c.hidden_size, c.obs_dim()), arena_bytes_(ArenaLayout(c).total) {
+    // A tuning file that cannot hold is refused before anything is allocated.
+    std::map<GemmShape, int> tuned;
+    if (!c.gemm_tuning.empty()) tuned = read_gemm_tuning(c.gemm_tuning, this_gemm_device());
     // Refuse a configuration that cannot fit before allocating anything.
     const size_t slab_bytes = 4 * layout_.total * sizeof(float);
     const size_t need = slab_bytes + arena_bytes_ + (size_t(64) << 20);  // + cuBLAS workspace, slack
@@ -46,12 +51,20 @@ class CudaExecutor final : public Executor {
     CUDA_CHECK(cudaMemsetAsync(arena_.get(), 0, arena_bytes_, stream()));
     std::memset(pinned_ring_.get(), 0, kMetricsRing * sizeof(TrainScalars));
     for (auto& e : events_) e = cuda::make_event(cudaEventDisableTiming);
-    blas_ = std::make_unique<Blas>(BlasOptions{c.precision});
+    BlasOptions blas{c.precision};
+    blas.ranks = std::move(tuned);
+    blas_ = std::make_unique<Blas>(blas);
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_rollout_loop(c.rollout_loop);
     ops_->set_rollout_cluster(c.cluster_rollout(), c.rollout_cluster_mma);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
+  }
+
+  // tune_gemm (engine/cuda/gemm_tuning.h): the products this executor's epochs have sent to
+  // cuBLASLt, timed at other answers on their last operands.
+  std::vector<Blas::RankTimes> time_gemm_ranks(int ranks, int repeats) {
+    return blas_->time_ranks(ranks, repeats, stream());
   }
 
   std::string describe() const override {
@@ -221,5 +234,17 @@ class CudaExecutor final : public Executor {
 }  // namespace
 
 std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c) { return std::make_unique<CudaExecutor>(c); }
+
+std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_gain) {
+  TrainConfig e = c;
+  e.backend = Backend::Cuda;
+  e.use_graph = false;    // one eager epoch meets every product
+  e.gemm_tuning.clear();  // timed from the heuristic's first answers, whatever the run would take
+  CudaExecutor ex(e);
+  ex.set_state(initial_state(e));
+  ex.launch_epoch();
+  ex.wait_metrics(0);
+  return gemm_tuning_json(this_gemm_device(), ex.time_gemm_ranks(ranks, repeats), min_gain);
+}
 
 }  // namespace grpo

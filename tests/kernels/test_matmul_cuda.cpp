@@ -1,9 +1,12 @@
 // matmul.h on the device (cuBLAS, or the emulator's GEMM shim) against the OpenBLAS host twins.
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -189,6 +192,53 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
   DeviceBuffer<float> dY(poisoned(want.size()));
   EXPECT_THROW(linear_forward_cuda(far, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr), std::out_of_range);
   EXPECT_THROW(Blas(BlasOptions{Precision::Fp32, size_t(32) << 20, -1}), std::invalid_argument);
+}
+
+// BlasOptions::ranks (a tuning file's answers, engine/cuda/gemm_tuning.h): the product it names
+// takes its answer, the others the heuristic_rank, and time_ranks names each product run with a
+// time for each answer. On the emulator a rank's algorithm sums in its own order, so there the
+// tuned product must differ from rank 0's.
+TEST(MatmulCuda, TunedRanksTakeTheirAnswerForTheirProductOnly) {
+  GRPO_REQUIRE_DEVICE();
+  const int M = 300, N = 37, K = 150;
+  const auto dY = random_floats(size_t(M) * N, 51), W = random_floats(size_t(N) * K, 52);
+  const auto X = random_floats(size_t(M) * K, 53);
+  DeviceBuffer<float> ddY(dY), dW(W), dX(X);
+  // Outputs that outlive every call: time_ranks runs the products again on their last operands.
+  DeviceBuffer<float> gx(poisoned(size_t(M) * K)), gw(poisoned(size_t(N) * K));
+  // dX = dY W and dW = dY^T X: cuBLASLt's products at any row count.
+  const auto run = [&](Blas& blas) {
+    gx.upload(poisoned(size_t(M) * K));
+    gw.upload(poisoned(size_t(N) * K));
+    linear_backward_input_cuda(blas, ddY.get(), dW.get(), gx.get(), M, N, K, nullptr);
+    linear_backward_weight_cuda(blas, ddY.get(), dX.get(), gw.get(), M, N, K, false, nullptr);
+    return std::pair{gx.download(), gw.download()};
+  };
+  Blas first;
+  const auto [x0, w0] = run(first);
+  const std::vector<Blas::RankTimes> times = first.time_ranks(2, 1, nullptr);
+  ASSERT_EQ(times.size(), 2u) << "two products ran";
+  for (const Blas::RankTimes& t : times) {
+    ASSERT_EQ(t.us.size(), 2u);
+    EXPECT_TRUE(std::isfinite(t.us[0]) && t.us[0] >= 0.f) << t.us[0];
+  }
+  // The input gradient's product: column-major dX^T [K, M] = W^T dY^T, m = K, n = M.
+  const auto input = std::find_if(times.begin(), times.end(), [&](const Blas::RankTimes& t) {
+    return t.shape[2] == K && t.shape[3] == M && t.shape[4] == N;
+  });
+  ASSERT_NE(input, times.end());
+  BlasOptions tuned_options;
+  tuned_options.ranks[input->shape] = 1;
+  Blas tuned(tuned_options), second(BlasOptions{Precision::Fp32, size_t(32) << 20, 1});
+  const auto [xt, wt] = run(tuned);
+  const auto [x1, w1] = run(second);
+  EXPECT_EQ(std::memcmp(xt.data(), x1.data(), xt.size() * sizeof(float)), 0) << "the tuned product is not answer 1's";
+  EXPECT_EQ(std::memcmp(wt.data(), w0.data(), wt.size() * sizeof(float)), 0) << "an untuned product left answer 0";
+#if defined(GRPO_SIMT)
+  EXPECT_NE(std::memcmp(xt.data(), x0.data(), xt.size() * sizeof(float)), 0) << "answer 1 summed as answer 0";
+#endif
+  tuned_options.ranks[input->shape] = -1;
+  EXPECT_THROW((Blas(tuned_options)), std::invalid_argument);
 }
 
 TEST(MatmulCuda, BiasGradMatchesHostAndRepeatsBitForBit) {

@@ -190,6 +190,53 @@ json.dump({"rows": [{"executor": "host", "epoch_s": 1.0}, row]}, open(a[a.index(
         self.assertAlmostEqual(data["epochs_per_s"]["small"], 1000.0)
 
 
+class GemmTuning(unittest.TestCase):
+    """grpo tune-gemm to its check, and its file to bench_epoch's tuned variant: a stand-in grpo
+    writes a tuning file; a stand-in bench_epoch records the flags it was given."""
+    GRPO = """\
+import json, sys
+a = sys.argv
+assert a[1] == "tune-gemm" and "--preset" in a and "reference" in a and "bf16" in a
+products = [{"shape": [0] * 12, "rank": 3, "us": [10.0, 9.0, 8.5, 7.5]},
+            {"shape": [1] * 12, "rank": 0, "us": [5.0, 5.1]}]
+json.dump({"grpo_gemm_tuning": 1, "products": products}, open(a[a.index("--write") + 1], "w"))
+"""
+    BENCH = """\
+import json, sys
+a = sys.argv
+with open(a[a.index("--json") + 1] + ".argv", "w") as f:
+    f.write(" ".join(a[1:]))
+row = {"executor": "cuda graph", "epoch_s": 0.004, "epochs_per_s": 250.0, "game_steps_per_s": 1e7, "x_floor": 2.0}
+json.dump({"rows": [row]}, open(a[a.index("--json") + 1], "w"))
+"""
+
+    def test_the_tuned_variant_takes_the_file_the_reference_was_tuned_into(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit_with(d, "grpo", self.GRPO)
+            _stand_in(kit.build, "bench_epoch", self.BENCH)
+            checks_speed.gemm_tuning(kit)
+            tune = kit.checks[-1]
+            path = kit.data["gemm_tuning"]["file"]
+            checks_speed.bench_epochs(kit)
+            checks = {c["name"]: c for c in kit.checks}
+            with open(os.path.join(kit.tmp("bench"), "epoch-reference-graph-bf16-tuned.json.argv")) as f:
+                argv = f.read()
+        self.assertEqual(tune["status"], "pass", tune["figure"])
+        self.assertEqual(tune["figure"], "2 products, 1 take another answer than the first, 2 us less a call of "
+                                         "each once")
+        self.assertIn("--gemm-tuning " + path, argv)
+        self.assertEqual(checks["bench_epoch reference graph BF16 tuned"]["status"], "pass")
+        self.assertEqual(checks["bench_epoch small graph BF16 tuned"]["status"], "not run")
+
+    def test_without_a_file_the_tuned_variant_does_not_run(self):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit_with(d, "bench_epoch", self.BENCH)
+            checks_speed.bench_epochs(kit)
+            checks = {c["name"]: c for c in kit.checks}
+        self.assertEqual(checks["bench_epoch reference graph BF16 tuned"]["status"], "not run")
+        self.assertIn("no tuning file", checks["bench_epoch reference graph BF16 tuned"]["figure"])
+
+
 class BenchSurvey(unittest.TestCase):
     """A bench program's JSON to a check: a stand-in bench_gemm_algos_cuda writes the rows."""
 

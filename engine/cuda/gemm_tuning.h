@@ -1,0 +1,40 @@
+// A tuning file of cuBLASLt's per-product choices, in the spirit of PyTorch's TunableOp but
+// reproducible: `grpo tune-gemm` times, on the GPU at hand, every product a configuration's epoch
+// sends to cuBLASLt at each of the heuristic's first answers and writes which answer to take
+// (the fastest, where it beats the heuristic's first by a margin); `grpo train --gemm-tuning FILE`
+// takes those answers (BlasOptions::ranks). A choice timed at every start would let two fresh
+// runs differ in their bits; a file makes the choice once and names it, so a run with the same
+// file on the same device and cuBLASLt version has the same bits. A file names the device and
+// the cuBLASLt version it was timed on, and a run elsewhere refuses it: another device's ranks
+// are other algorithms.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/train_config.h"
+#include "kernels/matmul.h"
+
+namespace grpo {
+
+// The running device's name and cuBLASLt's version, as a tuning file names them.
+struct GemmDevice {
+  std::string name;
+  long long cublaslt_version = 0;
+};
+GemmDevice this_gemm_device();
+
+// The file's text: the device, and every product of `times` with its times and the answer it
+// takes: the fastest where it is at least `min_gain` (a fraction) faster than rank 0, else 0.
+std::string gemm_tuning_json(const GemmDevice& device, const std::vector<Blas::RankTimes>& times, double min_gain);
+
+// The answers of the tuning file at `path` for a run on `device`. Throws UsageError, one line
+// naming the path, where the file cannot be read, is not a tuning file, or names another device
+// or cuBLASLt version.
+std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDevice& device);
+
+// `grpo tune-gemm`: a CUDA executor for c runs one epoch eagerly from the run's first state,
+// then times every product it sent to cuBLASLt (Blas::time_ranks) and returns the file's text.
+std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_gain);
+
+}  // namespace grpo
