@@ -40,14 +40,16 @@ void require_output_file(const std::string& path) {
   const fs::path p(path);
   if (fs::is_directory(p, ec)) throw UsageError("--write " + path + " is a folder, not a file");
   const fs::path dir = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-  if (!fs::is_directory(dir, ec)) throw UsageError("--write " + path + ": its folder " + dir.string() + " does not exist");
+  if (!fs::is_directory(dir, ec))
+    throw UsageError("--write " + path + ": its folder " + dir.string() + " does not exist");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw UsageError("--write " + path + ": cannot write in " + dir.string() + ": " + std::strerror(errno));
 }
 
 int run_tune(CLI::App& app, const TuneState& st) {
   const TrainConfig c = resolve_train_flags(app, st.flags);
-  if (!c.gemm_tuning.empty()) throw UsageError("--gemm-tuning: tune-gemm writes a tuning file (--write), it reads none");
+  if (!c.gemm_tuning.empty())
+    throw UsageError("--gemm-tuning: tune-gemm writes a tuning file (--write), it reads none");
   if (c.backend == Backend::Host) throw UsageError("--backend host: tune-gemm times cuBLASLt, on the CUDA executor");
   require_output_file(st.write);
   std::string why;
@@ -70,9 +72,10 @@ int run_tune(CLI::App& app, const TuneState& st) {
                 s[11].get<int>() ? " bf16" : "", rank, us(rank), us(0));
     retuned += rank != 0;
   }
-  std::printf("wrote              %s: %zu products, %d take another answer than the heuristic's first (at least "
-              "%.0f%% faster)\n",
-              st.write.c_str(), j["products"].size(), retuned, 100.0 * st.min_gain);
+  std::printf(
+      "wrote              %s: %zu products, %d take another answer than the heuristic's first (at least "
+      "%.0f%% faster)\n",
+      st.write.c_str(), j["products"].size(), retuned, 100.0 * st.min_gain);
 #endif
   return 0;
 }

@@ -16,10 +16,10 @@ namespace grpo {
 namespace {
 
 constexpr int kFormat = 1;
-constexpr int kMaxRank = 64;                  // cuBLASLt returns a handful of answers; a file asks for fewer
+constexpr int kMaxRank = 64;                       // cuBLASLt returns a handful of answers; a file asks for fewer
 constexpr size_t kMaxFileBytes = size_t(1) << 20;  // a configuration sends a few dozen products
-const char* const kShapeFields[] = {"ta",      "tb",      "m",       "n",      "k", "lda", "ldb", "ldc",
-                                    "align_a", "align_b", "align_c", "bf16"};
+const char* const kShapeFields[] = {"ta",  "tb",  "m",       "n",       "k",       "lda",
+                                    "ldb", "ldc", "align_a", "align_b", "align_c", "bf16"};
 
 }  // namespace
 
@@ -66,7 +66,8 @@ std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDev
   char buf[4096];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {
     text.append(buf, size_t(in.gcount()));
-    if (text.size() > kMaxFileBytes) throw bad("larger than a tuning file (" + std::to_string(kMaxFileBytes) + " bytes)");
+    if (text.size() > kMaxFileBytes)
+      throw bad("larger than a tuning file (" + std::to_string(kMaxFileBytes) + " bytes)");
   }
   nlohmann::json j;
   try {

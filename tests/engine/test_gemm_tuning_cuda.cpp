@@ -52,7 +52,7 @@ TEST(GemmTuning, TakesTheFastestAnswerPastTheMarginAndReadsItBack) {
   Scratch s;
   const std::vector<Blas::RankTimes> times = {
       {shape(64, 32, 16, false), {100.f, 120.f, 89.f, 95.f}},  // rank 2, 11% faster
-      {shape(64, 48, 16, true), {100.f, 98.f, 99.f}},         // 2% faster: under the 3% margin, rank 0
+      {shape(64, 48, 16, true), {100.f, 98.f, 99.f}},          // 2% faster: under the 3% margin, rank 0
       {shape(8, 32, 16, false), {50.f, kNone, kNone}},         // one answer only
       {shape(8, 48, 16, true), {kNone, 10.f}},                 // rank 0 not timed: keep it
   };
@@ -60,8 +60,8 @@ TEST(GemmTuning, TakesTheFastestAnswerPastTheMarginAndReadsItBack) {
   const nlohmann::json j = nlohmann::json::parse(text);
   EXPECT_EQ(j["device"], "Test GPU");
   EXPECT_TRUE(j["products"][2]["us"][1].is_null()) << "an answer the heuristic lacks is no time";
-  const std::map<GemmShape, int> want = {{times[0].shape, 2}, {times[1].shape, 0}, {times[2].shape, 0},
-                                         {times[3].shape, 0}};
+  const std::map<GemmShape, int> want = {
+      {times[0].shape, 2}, {times[1].shape, 0}, {times[2].shape, 0}, {times[3].shape, 0}};
   EXPECT_EQ(read_gemm_tuning(s.write("t.json", text), kDevice), want);
   // With no margin the 2% answer wins.
   EXPECT_EQ(read_gemm_tuning(s.write("t0.json", gemm_tuning_json(kDevice, times, 0.0)), kDevice).at(times[1].shape), 1);
@@ -69,7 +69,8 @@ TEST(GemmTuning, TakesTheFastestAnswerPastTheMarginAndReadsItBack) {
 
 TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
   Scratch s;
-  nlohmann::json good = nlohmann::json::parse(gemm_tuning_json(kDevice, {{shape(64, 32, 16, false), {2.f, 1.f}}}, 0.03));
+  nlohmann::json good =
+      nlohmann::json::parse(gemm_tuning_json(kDevice, {{shape(64, 32, 16, false), {2.f, 1.f}}}, 0.03));
   const auto with = [&good](const char* key, nlohmann::json v) {
     nlohmann::json j = good;
     j[key] = std::move(v);
@@ -164,8 +165,9 @@ TEST(GemmTuning, TuneGemmWritesWhatTrainTakes) {
   GRPO_REQUIRE_DEVICE();
   Scratch s;
   const std::string grpo = std::string(GRPO_BINARY_DIR) + "/grpo";
-  const std::string small = " --backend cuda --hidden-size 20 --batch-size 1 --max-steps 4 --screen-width 6 "
-                            "--screen-height 6 --min-interval-steps 2";
+  const std::string small =
+      " --backend cuda --hidden-size 20 --batch-size 1 --max-steps 4 --screen-width 6 "
+      "--screen-height 6 --min-interval-steps 2";
   const std::string file = (s.dir / "tuning.json").string();
   std::string out;
   ASSERT_EQ(command_output(grpo + " tune-gemm" + small + " --ranks 2 --repeats 1 --write " + file + " 2>&1", out), 0)
