@@ -249,7 +249,7 @@ int main(int argc, char** argv) {
       try {
         ex = make_cuda_executor(g);
       } catch (const UsageError& e) {  // a tuning file for another device, say
-        std::fprintf(stderr, "bench_epoch: error: %s\n", e.what());
+        std::fprintf(stderr, "bench_epoch: error: %s\n", one_line(e.what()).c_str());
         return 2;
       }
       const Times t = time_executor(*ex, g, std::max(warmup, 2), repeats);

@@ -50,14 +50,19 @@ int run_tune(CLI::App& app, const TuneState& st) {
   const TrainConfig c = resolve_train_flags(app, st.flags);
   if (!c.gemm_tuning.empty())
     throw UsageError("--gemm-tuning: tune-gemm writes a tuning file (--write), it reads none");
+  // The run's own flags: tune-gemm runs one epoch and writes only --write.
+  for (const char* flag : {"--out", "--metrics", "--total-epochs", "--patience", "--save-checkpoint-per-num-epoch"})
+    if (app.count(flag) > 0)
+      throw UsageError(std::string(flag) + " applies to grpo train: tune-gemm writes only --write");
   if (c.backend == Backend::Host) throw UsageError("--backend host: tune-gemm times cuBLASLt, on the CUDA executor");
   require_output_file(st.write);
   std::string why;
   if (!cuda_device_available(&why)) throw UsageError("grpo tune-gemm needs a GPU: " + why);
 #if defined(GRPO_HAVE_CUDA)
-  std::fprintf(stderr, "grpo tune-gemm: one epoch, then each cuBLASLt product at %d answers, %d timed calls each\n",
-               st.ranks, st.repeats);
-  const std::string text = tune_gemm(c, st.ranks, st.repeats, st.min_gain);
+  const std::string text = tune_gemm(c, st.ranks, st.repeats, st.min_gain, [&st] {
+    std::fprintf(stderr, "grpo tune-gemm: one epoch, then each cuBLASLt product at %d answers, %d timed calls each\n",
+                 st.ranks, st.repeats);
+  });
   write_file_atomic(st.write, text);
   const nlohmann::json j = nlohmann::json::parse(text);
   std::printf("device             %s, cuBLASLt %lld\n", j["device"].get<std::string>().c_str(),

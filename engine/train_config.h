@@ -51,9 +51,11 @@ struct TrainConfig {
   // backend, a choice of this machine: a checkpoint does not keep it.
   std::string gemm_tuning;
   // true: the CUDA executor's graph holds the rollout's steps but the last as one WHILE node where
-  // the product takes the few-row kernel (engine/cuda/rollout_loop_cuda.cpp), 12x fewer nodes;
-  // false: two nodes a step. Off by default: on an H200 a trip of the loop took ~5 us longer than
-  // its two nodes unrolled (bench/README.md); --rollout-loop, bench_epoch --rollout-loop on.
+  // the product takes the few-row kernel (engine/cuda/rollout_loop_cuda.cpp), eight steps a trip:
+  // 45 nodes instead of 425 at the small preset; false: two nodes a step. Off by default: on an
+  // H200 a one-step trip took ~5 us longer than its two nodes unrolled, and the eight-step trips
+  // (predicted ~0.6 us a step) are not measured yet (bench/README.md); --rollout-loop,
+  // bench_epoch --rollout-loop on.
   bool rollout_loop = false;
   // The whole rollout as one kernel of thread-block clusters where it fits (sm_90, the few-row
   // product's shapes: engine/cuda/rollout_cluster.h), eagerly and in the graph; the same run bit

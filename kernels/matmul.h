@@ -65,7 +65,9 @@ struct BlasOptions {
   // the heuristic does not reach throws std::out_of_range at the shape's first use.
   int heuristic_rank = 0;
   // Per product, the answer to take instead of heuristic_rank: a tuning file's choices
-  // (engine/cuda/gemm_tuning.h), timed on one device and cuBLASLt version and valid on those.
+  // (engine/cuda/gemm_tuning.h), timed on one device and cuBLASLt version and valid on those. An
+  // answer the heuristic does not reach gives the product heuristic_rank's, with a warning on
+  // stderr (it does not throw, as heuristic_rank does).
   std::map<GemmShape, int> ranks;
 };
 

@@ -34,7 +34,7 @@ class CudaExecutor final : public Executor {
       : cfg_(c), layout_(c.hidden_size, c.obs_dim()), arena_bytes_(ArenaLayout(c).total) {
     // A tuning file that cannot hold is refused before anything is allocated.
     std::map<GemmShape, int> tuned;
-    if (!c.gemm_tuning.empty()) tuned = read_gemm_tuning(c.gemm_tuning, this_gemm_device());
+    if (!c.gemm_tuning.empty()) tuned = read_gemm_tuning(c.gemm_tuning, this_gemm_device(), c.precision);
     // Refuse a configuration that cannot fit before allocating anything.
     const size_t slab_bytes = 4 * layout_.total * sizeof(float);
     const size_t need = slab_bytes + arena_bytes_ + (size_t(64) << 20);  // + cuBLAS workspace, slack
@@ -235,16 +235,18 @@ class CudaExecutor final : public Executor {
 
 std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c) { return std::make_unique<CudaExecutor>(c); }
 
-std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_gain) {
+std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_gain,
+                      const std::function<void()>& started) {
   TrainConfig e = c;
   e.backend = Backend::Cuda;
   e.use_graph = false;    // one eager epoch meets every product
   e.gemm_tuning.clear();  // timed from the heuristic's first answers, whatever the run would take
   CudaExecutor ex(e);
+  started();
   ex.set_state(initial_state(e));
   ex.launch_epoch();
   ex.wait_metrics(0);
-  return gemm_tuning_json(this_gemm_device(), ex.time_gemm_ranks(ranks, repeats), min_gain);
+  return gemm_tuning_json(this_gemm_device(), e.precision, ex.time_gemm_ranks(ranks, repeats), min_gain);
 }
 
 }  // namespace grpo

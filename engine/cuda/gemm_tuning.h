@@ -8,6 +8,7 @@
 // the cuBLASLt version it was timed on, and a run elsewhere refuses it: another device's ranks
 // are other algorithms.
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,17 +25,22 @@ struct GemmDevice {
 };
 GemmDevice this_gemm_device();
 
-// The file's text: the device, and every product of `times` with its times and the answer it
-// takes: the fastest where it is at least `min_gain` (a fraction) faster than rank 0, else 0.
-std::string gemm_tuning_json(const GemmDevice& device, const std::vector<Blas::RankTimes>& times, double min_gain);
+// The file's text: the device, the run's precision (TF32 products ask cuBLASLt's heuristic
+// another question: another list of answers), and every product of `times` with its times and
+// the answer it takes: the fastest where it is at least `min_gain` (a fraction) faster than rank
+// 0, else 0.
+std::string gemm_tuning_json(const GemmDevice& device, Precision precision, const std::vector<Blas::RankTimes>& times,
+                             double min_gain);
 
-// The answers of the tuning file at `path` for a run on `device`. Throws UsageError, one line
-// naming the path, where the file cannot be read, is not a tuning file, or names another device
-// or cuBLASLt version.
-std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDevice& device);
+// The answers of the tuning file at `path` for a run on `device` at `precision`. Throws
+// UsageError, one line naming the path, where the file cannot be read, is not a tuning file, or
+// names another device, cuBLASLt version or precision.
+std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDevice& device, Precision precision);
 
 // `grpo tune-gemm`: a CUDA executor for c runs one epoch eagerly from the run's first state,
 // then times every product it sent to cuBLASLt (Blas::time_ranks) and returns the file's text.
-std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_gain);
+// started() runs once the executor exists (the configuration fits the device), before the work.
+std::string tune_gemm(
+    const TrainConfig& c, int ranks, int repeats, double min_gain, const std::function<void()>& started = [] {});
 
 }  // namespace grpo

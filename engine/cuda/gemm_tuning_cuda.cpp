@@ -31,7 +31,8 @@ GemmDevice this_gemm_device() {
   return GemmDevice{p.name, static_cast<long long>(cublasLtGetVersion())};
 }
 
-std::string gemm_tuning_json(const GemmDevice& device, const std::vector<Blas::RankTimes>& times, double min_gain) {
+std::string gemm_tuning_json(const GemmDevice& device, Precision precision, const std::vector<Blas::RankTimes>& times,
+                             double min_gain) {
   nlohmann::json products = nlohmann::json::array();
   for (const Blas::RankTimes& t : times) {
     int best = 0;
@@ -46,6 +47,7 @@ std::string gemm_tuning_json(const GemmDevice& device, const std::vector<Blas::R
       {"grpo_gemm_tuning", kFormat},
       {"device", device.name},
       {"cublaslt_version", device.cublaslt_version},
+      {"precision", precision_name(precision)},
       {"min_gain", min_gain},
       {"shape_fields", std::vector<std::string>(std::begin(kShapeFields), std::end(kShapeFields))}};
   // A key a line and a product a line, so that a person can read and compare files.
@@ -57,7 +59,7 @@ std::string gemm_tuning_json(const GemmDevice& device, const std::vector<Blas::R
   return text;
 }
 
-std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDevice& device) {
+std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDevice& device, Precision precision) {
   const auto bad = [&path](const std::string& what) { return UsageError("--gemm-tuning " + path + ": " + what); };
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad("cannot be read");
@@ -93,6 +95,10 @@ std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDev
     throw bad("timed on " + json_excerpt(name) + " with cuBLASLt " + std::to_string(version.get<long long>()) +
               ", and this run has \"" + device.name + "\" with cuBLASLt " + std::to_string(device.cublaslt_version) +
               ": its answers would be other algorithms here (run grpo tune-gemm on this machine)");
+  const nlohmann::json& tuned_for = field("precision");
+  if (!tuned_for.is_string() || tuned_for.get<std::string>() != precision_name(precision))
+    throw bad("tuned for --precision " + json_excerpt(tuned_for) + ", and this run is --precision " +
+              precision_name(precision) + " (another question to cuBLASLt's heuristic, another list of answers)");
   if (!products.is_array()) throw bad("\"products\" is not a list");
   std::map<GemmShape, int> ranks;
   for (size_t i = 0; i < products.size(); ++i) {

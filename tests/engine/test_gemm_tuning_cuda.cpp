@@ -56,21 +56,24 @@ TEST(GemmTuning, TakesTheFastestAnswerPastTheMarginAndReadsItBack) {
       {shape(8, 32, 16, false), {50.f, kNone, kNone}},         // one answer only
       {shape(8, 48, 16, true), {kNone, 10.f}},                 // rank 0 not timed: keep it
   };
-  const std::string text = gemm_tuning_json(kDevice, times, 0.03);
+  const std::string text = gemm_tuning_json(kDevice, Precision::Bf16, times, 0.03);
   const nlohmann::json j = nlohmann::json::parse(text);
   EXPECT_EQ(j["device"], "Test GPU");
   EXPECT_TRUE(j["products"][2]["us"][1].is_null()) << "an answer the heuristic lacks is no time";
   const std::map<GemmShape, int> want = {
       {times[0].shape, 2}, {times[1].shape, 0}, {times[2].shape, 0}, {times[3].shape, 0}};
-  EXPECT_EQ(read_gemm_tuning(s.write("t.json", text), kDevice), want);
+  EXPECT_EQ(read_gemm_tuning(s.write("t.json", text), kDevice, Precision::Bf16), want);
   // With no margin the 2% answer wins.
-  EXPECT_EQ(read_gemm_tuning(s.write("t0.json", gemm_tuning_json(kDevice, times, 0.0)), kDevice).at(times[1].shape), 1);
+  EXPECT_EQ(read_gemm_tuning(s.write("t0.json", gemm_tuning_json(kDevice, Precision::Bf16, times, 0.0)), kDevice,
+                             Precision::Bf16)
+                .at(times[1].shape),
+            1);
 }
 
 TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
   Scratch s;
   nlohmann::json good =
-      nlohmann::json::parse(gemm_tuning_json(kDevice, {{shape(64, 32, 16, false), {2.f, 1.f}}}, 0.03));
+      nlohmann::json::parse(gemm_tuning_json(kDevice, Precision::Fp32, {{shape(64, 32, 16, false), {2.f, 1.f}}}, 0.03));
   const auto with = [&good](const char* key, nlohmann::json v) {
     nlohmann::json j = good;
     j[key] = std::move(v);
@@ -91,6 +94,8 @@ TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
       {"timed on \"Other GPU\"", with("device", "Other GPU")},
       {"with cuBLASLt 120000", with("cublaslt_version", 120000)},
       {"\"device\" is", with("device", 7)},
+      {"tuned for --precision \"tf32\", and this run is --precision fp32", with("precision", "tf32")},
+      {"tuned for --precision", with("precision", nullptr)},
       {"\"products\" is not a list", with("products", "all")},
       {"\"rank\" is", product("rank", 64)},
       {"\"rank\" is", product("rank", -1)},
@@ -104,7 +109,7 @@ TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
   for (const auto& [why, text] : bad) {
     const std::string path = s.write("bad.json", text);
     try {
-      read_gemm_tuning(path, kDevice);
+      read_gemm_tuning(path, kDevice, Precision::Fp32);
       ADD_FAILURE() << "accepted a file that should fail with \"" << why << "\"";
     } catch (const UsageError& e) {
       const std::string m = e.what();
@@ -113,8 +118,8 @@ TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
       EXPECT_EQ(m.find('\n'), std::string::npos) << m;
     }
   }
-  EXPECT_THROW(read_gemm_tuning((s.dir / "absent.json").string(), kDevice), UsageError);
-  EXPECT_NO_THROW(read_gemm_tuning(s.write("good.json", good.dump()), kDevice));
+  EXPECT_THROW(read_gemm_tuning((s.dir / "absent.json").string(), kDevice, Precision::Fp32), UsageError);
+  EXPECT_NO_THROW(read_gemm_tuning(s.write("good.json", good.dump()), kDevice, Precision::Fp32));
 }
 
 // tune_gemm on this device (the emulator in CI), then a file that takes answer 1 wherever the
@@ -173,7 +178,7 @@ TEST(GemmTuning, TuneGemmWritesWhatTrainTakes) {
   ASSERT_EQ(command_output(grpo + " tune-gemm" + small + " --ranks 2 --repeats 1 --write " + file + " 2>&1", out), 0)
       << out;
   EXPECT_NE(out.find("wrote"), std::string::npos) << out;
-  EXPECT_NO_THROW(read_gemm_tuning(file, this_gemm_device()));
+  EXPECT_NO_THROW(read_gemm_tuning(file, this_gemm_device(), Precision::Fp32));
   const fs::path run = s.dir / "run";
   EXPECT_EQ(command_output(grpo + " train" + small + " --total-epochs 2 --gemm-tuning " + file + " --out " +
                                run.string() + " 2>&1",
@@ -193,6 +198,18 @@ TEST(GemmTuning, TuneGemmWritesWhatTrainTakes) {
     EXPECT_FALSE(fs::exists(refused)) << "a refused run created its folder";
   }
   EXPECT_EQ(command_output(grpo + " tune-gemm" + small + " --write " + s.dir.string() + " 2>&1", out), 2) << out;
+  EXPECT_EQ(command_output(grpo + " tune-gemm" + small + " --write " + file + " --out " + run.string() + " 2>&1", out),
+            2)
+      << out;
+  EXPECT_NE(out.find("--out applies to grpo train"), std::string::npos) << out;
+  // A file tuned in fp32 is not a tf32 run's: TF32 products get other answers.
+  EXPECT_EQ(command_output(grpo + " train" + small + " --precision tf32 --total-epochs 1 --gemm-tuning " + file +
+                               " --out " + (s.dir / "tf32").string() + " 2>&1",
+                           out),
+            2)
+      << out;
+  EXPECT_NE(out.find("tuned for --precision"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(s.dir / "tf32"));
 }
 
 }  // namespace

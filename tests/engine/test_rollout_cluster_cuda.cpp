@@ -164,11 +164,13 @@ TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
 
 // The tensor-core product sums four tiles of k at once (kernels/few_rows.h's order): at the small
 // preset's width each warp's four chains run whole tiles, the loop without tests; at 300 the
-// third tile is partial (44 k, its last step half past H) and the fourth chain has none.
+// third tile is partial (44 k, its last step half past H) and the fourth chain has none; at 640
+// a group of four whole tiles, then a group with one.
 TEST(RolloutClusterCuda, TensorCoreProductOverWholeAndPartialTilesOfK) {
   GRPO_REQUIRE_DEVICE();
   expect_cluster_matches_steps(shape(512, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
   expect_cluster_matches_steps(shape(300, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
+  expect_cluster_matches_steps(shape(640, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
 }
 
 // Rows long and many enough that a thread stages them in several batches of 8-byte chunks (24

@@ -237,6 +237,11 @@ TEST(MatmulCuda, TunedRanksTakeTheirAnswerForTheirProductOnly) {
 #if defined(GRPO_SIMT)
   EXPECT_NE(std::memcmp(xt.data(), x0.data(), xt.size() * sizeof(float)), 0) << "answer 1 summed as answer 0";
 #endif
+  // An answer the heuristic does not reach: the first, with a warning, not an error.
+  tuned_options.ranks[input->shape] = 40;
+  Blas unreachable(tuned_options);
+  const auto [xu, wu] = run(unreachable);
+  EXPECT_EQ(std::memcmp(xu.data(), x0.data(), xu.size() * sizeof(float)), 0) << "not answer 0's";
   tuned_options.ranks[input->shape] = -1;
   EXPECT_THROW((Blas(tuned_options)), std::invalid_argument);
 }
