@@ -61,20 +61,20 @@ Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
   if (capturing != cudaStreamCaptureStatusNone)
     throw CudaError("Blas: first use of a GEMM shape inside a stream capture; run every shape eagerly first");
   const auto tuned = options_.ranks.find(s);
-  if (tuned == options_.ranks.end()) return plans_.emplace(s, make_plan(s, options_.heuristic_rank)).first->second;
-  try {
-    return plans_.emplace(s, make_plan(s, tuned->second)).first->second;
-  } catch (const std::out_of_range& e) {
-    // A tuning file names answers the heuristic gave on this device and cuBLASLt version. Should
-    // it give fewer now, the product takes the first rather than end the run: the same choice on
-    // every run with this file here, so the bits stay reproducible.
-    std::fprintf(stderr, "grpo: warning: %s, the tuned answer: taking the first\n", e.what());
-    return plans_.emplace(s, make_plan(s, options_.heuristic_rank)).first->second;
+  if (tuned != options_.ranks.end()) {
+    try {
+      return plans_.emplace(s, make_plan(s, tuned->second)).first->second;
+    } catch (const std::out_of_range& e) {
+      // A tuning file names answers the heuristic gave on this device and cuBLASLt version.
+      // Should it give fewer now, the product takes the first rather than end the run: the same
+      // choice on every run with this file here, so the bits stay reproducible.
+      std::fprintf(stderr, "grpo: warning: %s, the tuned answer: taking the first\n", e.what());
+    }
   }
+  return plans_.emplace(s, make_plan(s, options_.heuristic_rank)).first->second;
 }
 
 Blas::Plan Blas::make_plan(const Shape& s, int rank) {
-  if (rank < 0) throw std::invalid_argument("Blas: a heuristic rank must be at least 0");
   const auto [ta, tb, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, bf16] = s;
   // bf16 operands sum in plain fp32 (CUBLAS_COMPUTE_32F is cuBLASLt's compute type for bf16 A
   // and B with an fp32 C); fp32 operands in TF32 only when asked.

@@ -128,8 +128,9 @@ class Blas {
     bool last_accumulate = false;
   };
   Plan& plan(const Shape& s, cudaStream_t stream);
-  // The descriptors of shape s with the heuristic's answer of rank `rank` (std::out_of_range
-  // where it has none); the caller destroys them (destroy_plan).
+  // The descriptors of shape s with the heuristic's answer of rank `rank` >= 0 (the constructor
+  // checks every rank it is given; std::out_of_range where the heuristic has none); the caller
+  // destroys them (destroy_plan).
   Plan make_plan(const Shape& s, int rank);
   static void destroy_plan(Plan& p);
 
