@@ -4,7 +4,7 @@
 if(GRPO_FLAVOUR STREQUAL "simt")
   find_package(Python3 COMPONENTS Interpreter REQUIRED)
   add_test(NAME tools.gpu_kit_parsers
-           COMMAND ${Python3_EXECUTABLE} -m unittest -q tests.tools.test_gpu_kit tests.tools.test_profile_ncu
+           COMMAND ${Python3_EXECUTABLE} -m unittest -q tests.tools.test_gpu_kit tests.tools.test_gpu_kit_speed tests.tools.test_profile_ncu
            WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
   add_test(NAME tools.gpu_check_dry_run
            COMMAND ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/tools/gpu_check_dry_run.py
