@@ -15,7 +15,10 @@
 //     barrier orders them), and an access before the cluster's first barrier or to an exited block.
 // Ordering: __syncthreads starts a new interval (epochs); inside one, lanes of a warp are ordered
 // by the warp collectives they complete together, tracked with a 32-entry vector clock per thread.
-// Blocks of one thread-block cluster are ordered by the cluster barriers between them.
+// Blocks of one thread-block cluster are ordered by the cluster barriers between them; what a
+// thread does between a split barrier's arrive and its wait, only by the barrier after that one
+// (its arrive released the thread's earlier accesses, not these), or within its block by a
+// __syncthreads.
 // Each shadow cell keeps the last write and the last read (shared memory: also the last read by
 // another warp), so a race whose other side is an older read may be missed; nothing is reported
 // that did not happen.
@@ -54,8 +57,9 @@ size_t g_cluster = 1;
 bool g_overlapped = false;
 uint32_t g_previous_launch_epoch = 0;
 std::vector<uint8_t> g_waited;
-uint32_t g_cluster_epoch = 0;
+uint32_t g_cluster_epoch = 0, g_cluster_epoch_prev = 0, g_sync_epoch = 0;
 bool g_cluster_synced = false;
+bool g_gap = false;  // the running thread is between a split cluster barrier's arrive and wait
 
 uint32_t global_tid(unsigned linear) { return static_cast<uint32_t>(g_block * g_nthreads + linear); }
 
@@ -76,9 +80,13 @@ std::string who(uint32_t tid) { return thread_name(tid / g_nthreads, static_cast
 // Was `old` (same launch) ordered before the running thread's access?
 bool ordered(const Access& old) {
   const size_t other_block = old.tid / g_nthreads;
+  // The cluster barriers have released `old` if the one after its interval has (the one after
+  // that for an access between its thread's arrive and wait).
+  const bool released = old.epoch < (in_gap(old) ? g_cluster_epoch_prev : g_cluster_epoch);
   if (other_block != g_block)  // another block: ordered only by a cluster barrier of both
-    return g_cluster > 1 && other_block / g_cluster == g_block / g_cluster && old.epoch < g_cluster_epoch;
-  if (old.epoch != g_epoch) return true;  // this block, before a barrier
+    return g_cluster > 1 && other_block / g_cluster == g_block / g_cluster && released;
+  if (!in_gap(old) && old.epoch != g_epoch) return true;  // this block, before a barrier
+  if (in_gap(old) && (released || old.epoch < g_sync_epoch)) return true;
   const unsigned other = old.tid % g_nthreads;
   if (other / 32 != g_cur / 32) return false;
   return g_vc[g_cur][other % 32] >= old.clock;
@@ -86,7 +94,8 @@ bool ordered(const Access& old) {
 
 Access now_access(uint32_t mask, const void* pc) {
   Access a;
-  a.epoch = g_epoch, a.tid = global_tid(g_cur), a.clock = g_vc[g_cur][g_cur % 32], a.mask = mask, a.pc = pc;
+  a.epoch = g_epoch, a.tid = global_tid(g_cur), a.clock = g_vc[g_cur][g_cur % 32], a.pc = pc;
+  a.mask = g_gap ? mask | kGap : mask;
   return a;
 }
 
@@ -123,7 +132,7 @@ void san_launch_begin(const KernelLaunch& k) {
   g_overlapped = k.overlapped && previous_node_was_kernel() && g_previous_launch_epoch > 0;
   g_launch_epoch = ++g_epoch;
   g_cluster = k.cluster;
-  g_cluster_epoch = 0;
+  g_cluster_epoch = g_cluster_epoch_prev = 0;
   g_vc.assign(g_nthreads, {});
   shared_launch_begin();
 }
@@ -132,6 +141,7 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
   g_block = block_linear;
   if (block_linear % g_cluster == 0) g_cluster_synced = false;  // a new cluster's first block
   g_block_epoch = ++g_epoch;
+  g_sync_epoch = 0;
   if (g_overlapped) g_waited.assign(g_nthreads, 0);
   // Each lane's own clock starts at 1: an access is ordered before another lane's only once a
   // collective of both raised that lane's view of it.
@@ -140,13 +150,14 @@ void san_block_begin(size_t block_linear, unsigned char* dyn, size_t dyn_bytes) 
   shared_block_begin(block_linear, dyn, dyn_bytes);
 }
 
-void san_barrier_released() { ++g_epoch; }
+void san_barrier_released() { g_sync_epoch = ++g_epoch; }
 
 void grid_dependency_wait() {
   if (g_overlapped && g_k) g_waited[g_cur] = 1;
 }
 
 void san_cluster_released() {
+  g_cluster_epoch_prev = g_cluster_epoch;
   g_cluster_epoch = ++g_epoch;
   g_cluster_synced = true;
 }
@@ -163,8 +174,9 @@ void san_collective(unsigned warp, unsigned mask) {
     }
 }
 
-void san_enter(unsigned linear) {
+void san_enter(unsigned linear, bool arrived) {
   g_cur = linear;
+  g_gap = arrived;
   t_active = checks_on();
 }
 void san_leave() { t_active = false; }

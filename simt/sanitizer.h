@@ -40,7 +40,7 @@ void san_block_exited(size_t slot);
 void san_collective(unsigned warp, unsigned mask);  // lanes of mask completed a warp collective
 // The checks see accesses only between san_enter (a kernel thread is about to run) and
 // san_leave (it stopped); emulator code running on a fiber calls san_leave first.
-void san_enter(unsigned linear);
+void san_enter(unsigned linear, bool arrived = false);  // arrived: between a split barrier's arrive and wait
 void san_leave();
 
 // Scheduler services the checks use (scheduler.cpp).

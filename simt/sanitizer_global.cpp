@@ -24,7 +24,7 @@ GlobalCell* g_gshadow = nullptr;
 
 // A race between `old` and the running thread's access `now` to one word.
 bool conflicts(const Access& old, const Access& now) {
-  return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask) && !ordered(old);
+  return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask & ~kGap) && !ordered(old);
 }
 
 std::string where_global(uintptr_t a, size_t n, bool write) {

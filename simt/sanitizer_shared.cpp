@@ -37,7 +37,7 @@ std::vector<SharedCell> g_sshadow;
 // ---- the other blocks of a running cluster, parked (slot = rank) while one block runs ----
 struct ParkedBlock {  // what san_block_begin set up for one block of a cluster
   size_t block = 0;
-  uint32_t block_epoch = 0;
+  uint32_t block_epoch = 0, sync_epoch = 0;
   std::vector<std::array<uint32_t, 32>> vc;
   std::vector<Span> spans;
   uintptr_t dyn_lo = 0, dyn_hi = 0;
@@ -55,7 +55,9 @@ bool conflicts_shared(const Access& old, const Access& now) {
   const size_t other_block = old.tid / g_nthreads;
   if (other_block != g_block)
     return old.epoch >= g_launch_epoch && other_block / g_cluster == g_block / g_cluster && !ordered(old);
-  return old.epoch == g_epoch && old.tid != now.tid && !ordered(old);
+  // An access between its thread's arrive and wait at a split cluster barrier stays unordered
+  // past the barrier's release (ordered decides).
+  return (old.epoch == g_epoch || (in_gap(old) && old.epoch >= g_block_epoch)) && old.tid != now.tid && !ordered(old);
 }
 
 std::string demangled(const char* name) {
@@ -101,8 +103,9 @@ void shared_cell(SharedCell& c, const Access& now, bool read, bool write, bool a
   if (write) c.w = now, c.written = owner_epoch;
   if (read && !write) {
     const bool other_block = c.r.tid / g_nthreads != g_block;  // a read through distributed shared memory
-    if ((other_block && c.r.epoch >= g_cluster_epoch) ||
-        (!other_block && c.r.epoch == g_epoch && (c.r.tid % g_nthreads) / 32 != g_cur / 32))
+    const bool open = c.r.epoch == g_epoch || (in_gap(c.r) && !ordered(c.r));  // this block's, not yet ordered
+    if ((other_block && c.r.epoch >= (in_gap(c.r) ? g_cluster_epoch_prev : g_cluster_epoch)) ||
+        (!other_block && open && (c.r.tid % g_nthreads) / 32 != g_cur / 32))
       c.r_other = c.r;
     c.r = now;
   }
@@ -207,7 +210,8 @@ using namespace san;
 void san_block_park(size_t slot) {
   if (g_parked.size() <= slot) g_parked.resize(slot + 1);
   ParkedBlock& p = g_parked[slot];
-  p.block = g_block, p.block_epoch = g_block_epoch, p.dyn_lo = g_dyn_lo, p.dyn_hi = g_dyn_hi;
+  p.block = g_block, p.block_epoch = g_block_epoch, p.sync_epoch = g_sync_epoch, p.dyn_lo = g_dyn_lo,
+  p.dyn_hi = g_dyn_hi;
   std::swap(p.vc, g_vc);
   std::swap(p.spans, g_spans);
   std::swap(p.sshadow, g_sshadow);
@@ -215,7 +219,8 @@ void san_block_park(size_t slot) {
 
 void san_block_resume(size_t slot) {
   ParkedBlock& p = g_parked[slot];
-  g_block = p.block, g_block_epoch = p.block_epoch, g_dyn_lo = p.dyn_lo, g_dyn_hi = p.dyn_hi;
+  g_block = p.block, g_block_epoch = p.block_epoch, g_sync_epoch = p.sync_epoch, g_dyn_lo = p.dyn_lo,
+  g_dyn_hi = p.dyn_hi;
   std::swap(p.vc, g_vc);
   std::swap(p.spans, g_spans);
   std::swap(p.sshadow, g_sshadow);
@@ -224,7 +229,7 @@ void san_block_resume(size_t slot) {
 void san_block_exited(size_t slot) {
   if (!checks_on() || slot >= g_remote_touch.size()) return;
   const Access& touch = g_remote_touch[slot];
-  if (touch.epoch >= g_launch_epoch && touch.epoch >= g_cluster_epoch) {
+  if (touch.epoch >= g_launch_epoch && touch.epoch >= (in_gap(touch) ? g_cluster_epoch_prev : g_cluster_epoch)) {
     const Access now = now_access(1, g_k->func);  // the exiting thread; no code address of its own
     report(
         "a block exited while another block of its cluster accessed its shared memory with no cluster barrier "

@@ -13,9 +13,12 @@ namespace simt::detail::san {
 
 // One recorded access. epoch 0 means none.
 struct Access {
-  uint32_t epoch = 0, tid = 0, clock = 0, mask = 0;  // mask: bytes of the word (global) or 1 (shared)
+  uint32_t epoch = 0, tid = 0, clock = 0, mask = 0;  // mask: bytes of the word (global) or 1 (shared), and kGap
   const void* pc = nullptr;
 };
+// In Access::mask: made between its thread's arrive and wait at a split cluster barrier.
+constexpr uint32_t kGap = 1u << 31;
+inline bool in_gap(const Access& a) { return (a.mask & kGap) != 0; }
 
 // ---- the launch and block being run (sanitizer.cpp) ----
 extern const KernelLaunch* g_k;
@@ -31,8 +34,10 @@ extern size_t g_cluster;                            // blocks per cluster in the
 extern bool g_overlapped;
 extern uint32_t g_previous_launch_epoch;
 extern std::vector<uint8_t> g_waited;
-extern uint32_t g_cluster_epoch;  // the epoch the last cluster barrier released
-extern bool g_cluster_synced;     // the running cluster passed a cluster barrier
+extern uint32_t g_cluster_epoch;       // the epoch the last cluster barrier released
+extern uint32_t g_cluster_epoch_prev;  // the one the barrier before it released (0: none)
+extern uint32_t g_sync_epoch;          // the epoch the running block's last __syncthreads released
+extern bool g_cluster_synced;          // the running cluster passed a cluster barrier
 
 // Bounding boxes of the static __shared__ variables and of the running block's dynamic arena
 // (sanitizer_shared.cpp): the hooks' fast test for a shared-memory address.

@@ -5,7 +5,8 @@
 // A cluster launch (launch_cluster) runs the blocks of one cluster together, phase by phase: in
 // a shuffled order each block runs until all its live threads wait at the cluster barrier, then
 // the barrier releases them all. Blocks of a cluster never interleave within a phase, so each
-// keeps its own copy of the static __shared__ variables, swapped in when it runs.
+// keeps its own copy of the static __shared__ variables, swapped in when it runs. A split
+// barrier's arrive only marks the thread (it runs on); its wait parks it like the whole barrier.
 #include <boost/context/fiber.hpp>
 
 #include <algorithm>
@@ -84,6 +85,7 @@ struct Thread {
   Coords coords{};
   unsigned linear = 0, lane = 0, warp = 0;
   State state = State::Ready;
+  bool arrived = false;  // passed a cluster barrier's arrive, not yet its wait
   const char* file = "";
   int line = 0;
   // How often it passed each barrier site (the first kSites distinct file:line).
@@ -317,12 +319,44 @@ void syncthreads(const char* file, int line) {
   yield_to_scheduler();
 }
 
-void cluster_sync(const char* file, int line) {
-  san_leave();
-  Thread& t = *g_cur->current;
+namespace {
+// The running thread waits at the cluster barrier at file:line until release_cluster.
+void park_at_cluster(Thread& t, const char* file, int line) {
   t.state = State::Cluster, t.file = file, t.line = line;
   ++g_cur->at_cluster;
   yield_to_scheduler();
+}
+}  // namespace
+
+void cluster_sync(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  if (t.arrived)
+    block_fatal(where(t) + " reached the cluster barrier at " + file + ":" + std::to_string(line) +
+                    " between the arrive and the wait of a split one (it would arrive twice in one phase)",
+                true);
+  park_at_cluster(t, file, line);
+}
+
+void cluster_arrive(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  if (t.arrived)
+    block_fatal(where(t) + " arrived at the cluster barrier at " + file + ":" + std::to_string(line) +
+                    " twice without its wait between",
+                true);
+  t.arrived = true;
+  san_enter(t.linear, true);
+}
+
+void cluster_wait(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  if (!t.arrived)
+    block_fatal(
+        where(t) + " waits at the cluster barrier at " + file + ":" + std::to_string(line) + " without having arrived",
+        true);
+  park_at_cluster(t, file, line);
 }
 
 unsigned cluster_size() { return g_launch ? g_launch->cluster : 1; }
@@ -372,7 +406,7 @@ void start_block(const KernelLaunch& k, Block& B, size_t b) {
     Thread& t = B.threads[i];
     t.coords =
         Coords{uint3{i % k.block.x, i / k.block.x % k.block.y, i / (k.block.x * k.block.y)}, bidx, k.block, k.grid};
-    t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready, t.nsites = 0;
+    t.linear = i, t.lane = i % 32, t.warp = i / 32, t.state = State::Ready, t.arrived = false, t.nsites = 0;
     t.fiber = ctx::fiber(std::allocator_arg, PooledStack{}, [&t, &k, &B](ctx::fiber&& sched) {
       asan_thread_started();
       t.sched = std::move(sched);
@@ -408,7 +442,7 @@ void run_until_parked(std::vector<unsigned>& runnable) {
       Thread& t = B.threads[i];
       B.current = &t;
       set_coords(t.coords.thread, t.coords.block, t.coords.block_dim, t.coords.grid_dim);
-      san_enter(i);
+      san_enter(i, t.arrived);
       asan_to_thread(i, kStackBytes);
       t.fiber = std::move(t.fiber).resume();
       asan_back_in_scheduler();
@@ -436,8 +470,10 @@ void release_cluster() {
     }
   }
   for (Block& B : g_blocks) {
-    for (Thread& t : B.threads)
+    for (Thread& t : B.threads) {
       if (t.state == State::Cluster) t.state = State::Ready, t.pass(t.file, t.line);
+      t.arrived = false;
+    }
     B.at_cluster = 0;
   }
   san_cluster_released();

@@ -86,6 +86,14 @@ void mma_m16n8k16_bf16_warp(MmaLane* const lanes[32]);
 // The cluster barrier (kernels/cluster.cuh): blocks the calling thread until every thread of
 // every block of its cluster reached the same one. Also a barrier of the thread's own block.
 void cluster_sync(const char* file, int line);
+// The same barrier split in two (GRPO_CLUSTER_ARRIVE / GRPO_CLUSTER_WAIT): arrive marks the
+// calling thread as arrived and returns at once; wait blocks it until every live thread of the
+// cluster waits at the same one. What a thread does between its arrive and its wait is ordered
+// before the other threads' accesses only by the barrier after the next one (or a __syncthreads
+// of its block): sanitizer.cpp. An arrive twice, a wait without one, or cluster_sync between
+// them aborts.
+void cluster_arrive(const char* file, int line);
+void cluster_wait(const char* file, int line);
 unsigned cluster_size();  // the running launch's blocks per cluster
 // Distributed shared memory (core/cluster.cuh): the address in block `rank` of the calling
 // block's cluster of what p is in the calling block's dynamic shared memory. Only the dynamic

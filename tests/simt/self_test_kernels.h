@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <vector>
 
 namespace simt_test {
 // Block sum of in[0..n) per block of `threads` threads; shared-memory tree with barriers.
@@ -46,6 +47,16 @@ cudaError_t barrier_in_ragged_loop(float* out);
 // with the neighbour's read (planted bug). 64 threads per block.
 cudaError_t cluster_exchange(int* slots, int* out, int blocks, int cluster, int rounds, bool second_barrier,
                              cudaStream_t s = 0);
+// What out holds after an exchange (this one, or either of the two below) without a mistake.
+inline std::vector<int> exchange_want(int blocks, int cluster, int rounds) {
+  std::vector<int> want(size_t(rounds) * blocks);
+  for (int r = 0; r < rounds; ++r)
+    for (int b = 0; b < blocks; ++b) {
+      const int rank = b % cluster;
+      want[size_t(r) * blocks + b] = (r * 100 + (rank + 1) % cluster) * 1000 + rank;
+    }
+  return want;
+}
 // Misuse: rank 0 and the others reach the cluster barrier at two different places (4 blocks,
 // clusters of 2); one thread of a block waits at the cluster barrier, the others at __syncthreads.
 cudaError_t cluster_two_places(int* out);
@@ -63,6 +74,32 @@ cudaError_t cluster_dsmem_exchange(int* out, int blocks, int cluster, int rounds
 // variable; 3: mapping to rank 2; 4: a write into block 1's arena before the first barrier; 5:
 // block 1 exits after the first barrier while block 0 writes into its arena, no barrier between.
 cudaError_t cluster_dsmem_misuse(int* out, int what);
+// The split cluster barrier (cluster_split_kernels.cu): the distributed-shared-memory exchange
+// above with each barrier split into GRPO_CLUSTER_ARRIVE and GRPO_CLUSTER_WAIT, out as there.
+// Between round r's first two, each thread works on its own shared int and its word of scratch
+// (scratch[64 b + tid] = 3 r + tid), and in round 0 thread 6 writes 1 to scratch[64 blocks + b].
+// `mistake` adds: between an arrive and its wait, a post into the next reader's slot
+// (kSplitLateRemotePost), or the read of the neighbour's post into out, instead of after the wait
+// (kSplitGapReadsPost); thread 3's write of a static __shared__ word there that thread 4 copies
+// to its scratch word after the wait (kSplitGapWriteThenRead), or the same with a __syncthreads
+// of the whole block between (kSplitGapWriteSyncthreads: correct, the word is the last round);
+// in round 0, thread 5 writing 2 to block b ^ 1's word of scratch[64 blocks ..] right after the
+// wait that followed thread 6's write (kSplitGlobalOneBarrier: a race) or after the barrier
+// after that one (kSplitGlobalTwoBarriers: correct). Clusters of an even size for these two.
+enum SplitMistake {
+  kSplitNone,
+  kSplitLateRemotePost,
+  kSplitGapReadsPost,
+  kSplitGapWriteThenRead,
+  kSplitGapWriteSyncthreads,
+  kSplitGlobalOneBarrier,
+  kSplitGlobalTwoBarriers
+};
+cudaError_t cluster_split_exchange(int* out, int* scratch, int blocks, int cluster, int rounds, int mistake);
+// Misuses, clusters of 2: arrive twice, a wait without an arrive, the whole barrier between an
+// arrive and its wait.
+enum SplitMisuse { kSplitArriveTwice, kSplitWaitAlone, kSplitSyncInGap };
+cudaError_t cluster_split_misuse(int* out, int what);
 // The warp-level bf16 product (mma_kernels.cu, core/mma.cuh): `warps` warps of one block, warp w
 // computing D = A B + C for its tile (A [16][16] at a + 256 w; B [8][16] at b + 128 w, column n's
 // 16 k in a row; C and D [16][8] at c and d + 128 w). And a warp with one lane that skips it,

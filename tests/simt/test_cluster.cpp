@@ -19,15 +19,7 @@ namespace {
 
 using grpo::test::DeviceBuffer;
 
-std::vector<int> exchange_want(int blocks, int cluster, int rounds) {
-  std::vector<int> want(size_t(rounds) * blocks);
-  for (int r = 0; r < rounds; ++r)
-    for (int b = 0; b < blocks; ++b) {
-      const int rank = b % cluster;
-      want[size_t(r) * blocks + b] = (r * 100 + (rank + 1) % cluster) * 1000 + rank;
-    }
-  return want;
-}
+using simt_test::exchange_want;
 
 TEST(SimtCluster, BlocksOfAClusterExchangeThroughTheBarrierUnderEverySeed) {
   const uint64_t saved = simt::seed();
