@@ -88,11 +88,18 @@ size_t games_state_bytes(const GameConfig& cfg, int n_games);
 // only pointer arithmetic happens here). The block needs 4-byte alignment; 256 is best.
 GamesView make_games_view(const GameConfig& cfg, int n_games, void* block);
 
+// The first Philox block of game `game`'s spawn draws at step t (words w_0 .. w_3: the coin and
+// the first three spawn x), which spawn_draws takes from its caller where one drew it ahead.
+GRPO_HD Bits4 spawn_block0(uint64_t seed, uint32_t epoch, uint32_t t, uint32_t game) {
+  return draw4(seed, Purpose::Spawn, epoch, t, game, 0);
+}
+
 // Draws for game `game` at step t, from the mapping above. S (Slots): Slots<N> only where
-// max_fruits is N; spawn_x[j] past S::kLoop is 0.
+// max_fruits is N; spawn_x[j] past S::kLoop is 0. block0: spawn_block0(seed, epoch, t, game)
+// when the caller drew it already, else null.
 template <class S = AnySlots>
 GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, uint32_t epoch, uint32_t t,
-                              uint32_t game) {
+                              uint32_t game, const Bits4* block0 = nullptr) {
   constexpr int kBlocks = (S::kLoop + 1 + 3) / 4;  // of four words: w_0 .. w_{kLoop}
   const int fruits = S::fruits(max_fruits);
   StepDraws d;
@@ -103,7 +110,8 @@ GRPO_HD StepDraws spawn_draws(int screen_width, int max_fruits, uint64_t seed, u
       w[4 * b] = w[4 * b + 1] = w[4 * b + 2] = w[4 * b + 3] = 0;
       continue;
     }
-    const Bits4 r = draw4(seed, Purpose::Spawn, epoch, t, game, b);
+    const Bits4 r = b == 0 ? (block0 ? *block0 : spawn_block0(seed, epoch, t, game))
+                           : draw4(seed, Purpose::Spawn, epoch, t, game, b);
     w[4 * b] = r.x;
     w[4 * b + 1] = r.y;
     w[4 * b + 2] = r.z;
@@ -129,9 +137,10 @@ struct PhiloxDrawSource {
   int screen_width, max_fruits;
   uint64_t seed;
   uint32_t epoch, t;
+  const Bits4* block0 = nullptr;  // the game's spawn_block0, where the caller drew it ahead
   template <class S = AnySlots>
   GRPO_HD StepDraws get(int g) const {
-    return spawn_draws<S>(screen_width, max_fruits, seed, epoch, t, static_cast<uint32_t>(g));
+    return spawn_draws<S>(screen_width, max_fruits, seed, epoch, t, static_cast<uint32_t>(g), block0);
   }
 };
 struct ExplicitDrawSource {

@@ -1,8 +1,9 @@
 // The whole rollout in one launch (rollout_cluster.h): thread-block clusters of kClusterBlocks
 // blocks, each cluster a share of the games, each block of it a share of fc1's output columns,
 // whose rows of fc1.weight it keeps in shared memory for all T steps. A step is the product of
-// the cluster's h1 rows with the block's columns (a1), the cluster barrier, the fused step of
-// rollout_step_block for the block's games (the next step's h1), and the barrier again: no
+// the cluster's h1 rows with the block's columns (a1), the cluster barrier (split: the step's
+// random draws run between its arrive and its wait), the fused step of rollout_step_block for
+// the block's games (the next step's h1), and the barrier again: no
 // launch, no graph node and no read of W1 from L2 between steps. The blocks exchange a1 and h1
 // through distributed shared memory: the product writes each a1 element into the shared memory
 // of the block that runs its game, and the step writes each h1 row into every block's staged
@@ -186,6 +187,9 @@ struct GamesOnChip {
 };
 
 // What the cluster kernel changes about rollout_step_block's step of game row `row` (StepHooks):
+//   ready          the wait of the cluster barrier that completes a1, whose arrive followed the
+//                  product: in the block's first game of the step only (first), so that the
+//                  step's draws run before it, while the other blocks finish their products;
 //   h1             the next step's h1 row, four columns at a time, into that row of the staged h1
 //                  rows (xs) of every block of the cluster, rounded as the global copy (T: fp32 or
 //                  bf16); not into global memory (kH1Global false): the game's block copies it
@@ -201,9 +205,22 @@ struct ClusterHooks : StepHooks {
   GamesOnChip on_chip;
   float* a1_out;
   const float* a1_row;
+  bool first;
   __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
-                          float* a1_out_, const float* a1_row_)
-      : xs(xs_), stride(stride_), row(row_), H(H_), on_chip(on_chip_), a1_out(a1_out_), a1_row(a1_row_) {}
+                          float* a1_out_, const float* a1_row_, bool first_)
+      : xs(xs_),
+        stride(stride_),
+        row(row_),
+        H(H_),
+        on_chip(on_chip_),
+        a1_out(a1_out_),
+        a1_row(a1_row_),
+        first(first_) {}
+  // The one place every thread of the cluster waits for a1 (the emulator wants one site).
+  __device__ static void wait_for_a1() { GRPO_CLUSTER_WAIT(); }
+  __device__ __forceinline__ void ready() const {
+    if (first) wait_for_a1();
+  }
   __device__ __forceinline__ void h1(unsigned col0, unsigned n, const float (&v)[4]) const {
     T* local = xs + size_t(row) * stride + col0;
     for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);
@@ -260,7 +277,10 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       product_mma(xs, ws, rows, cols, H, out);
     else
       product(xs, ws, rows, cols, width, H, out);
-    GRPO_CLUSTER_SYNC();  // the a1 rows of step t are whole in every game's block, xs is free
+    // The a1 rows of step t are whole in every game's block, and xs is free, once every block has
+    // arrived: the wait is the first game's hooks.ready(), after its draws.
+    GRPO_CLUSTER_ARRIVE();
+    if (g0 + rank >= g1) ClusterHooks<T>::wait_for_a1();  // a block without a game
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
@@ -268,7 +288,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       const bool last = t + 1 == steps;
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
       const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
-                                  a1_row);
+                                  a1_row, g == g0 + rank);
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
       if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the cluster barrier orders it)
     }

@@ -160,13 +160,24 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
   }
 }
 
+// The random numbers thread 0's game step takes, drawn before hooks.ready() (they need no a1):
+// there they run while the block waits for a1 (the cluster barrier's wait, the product's end)
+// instead of after the head, on the path of the game that the other warps wait for.
+struct GameDraws {
+  float action_u = 0.f;  // action_uniform's
+  Bits4 spawn{};         // spawn_block0's
+  GameDraws() = default;
+  __device__ GameDraws(uint64_t seed, uint32_t epoch, uint32_t t, unsigned g)
+      : action_u(action_uniform(seed, epoch, t, uint32_t(g))), spawn(spawn_block0(seed, epoch, t, uint32_t(g))) {}
+};
+
 // Thread 0, after the head's barrier: the logits, the action and the game's step (its
 // observation also into sh.obs, for the trunk: not read back from global memory). games: where
 // the game's state is (StepHooks::games).
 template <class Games>
 __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
-                                 const float (&b_out)[kActions], uint32_t epoch, uint32_t t, size_t shift, unsigned g,
-                                 bool last, StepShared& sh) {
+                                 const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
+                                 size_t shift, unsigned g, bool last, StepShared& sh) {
   const size_t row = shift + g;
   float logits[kActions];
 #pragma unroll
@@ -178,8 +189,8 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
   }
   const PolicyRow policy = policy_row(logits);
   int32_t* actions = s.actions + shift;
-  actions[g] = sample_from(policy, action_uniform(s.seed, epoch, t, uint32_t(g)));
-  const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t};
+  actions[g] = sample_from(policy, drawn.action_u);
+  const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
   step_one_game(cfg, games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
 }
@@ -357,19 +368,22 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
                                           StepScratch<kKeep>& sh, const float* a1_row = nullptr,
                                           const Hooks& hooks = Hooks{}) {
   const unsigned H = unsigned(s.H);
-  // fc_out's bias, for thread 0 after the head: loaded first, so that its round trip overlaps
-  // the head's.
+  // For thread 0 after the head: fc_out's bias, loaded first so that its round trip overlaps the
+  // head's, and the game's draws, before the head's hooks.ready() (GameDraws).
   float b_out[kActions];
-  if (threadIdx.x == 0)
+  GameDraws drawn;
+  if (threadIdx.x == 0) {
 #pragma unroll
     for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
+    drawn = GameDraws(s.seed, epoch, t, g);
+  }
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
   __syncthreads();
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);
   if (threadIdx.x == 0)
-    step_game(cfg, s, hooks.games(s), b_out, epoch, t, shift, g, last, sh);
+    step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
   else if (threadIdx.x >= 32)
     hooks.while_playing();
   if (last) return;  // no next trunk (uniform over the block)

@@ -279,6 +279,29 @@ TEST(GamesStep, ThreeSlotDrawsAreTheAnySlotDrawsForTheSlotsTheyHave) {
   }
 }
 
+// A caller that drew the first Philox block ahead (the rollout's thread 0, before its barrier's
+// wait) gets the same draws for any slot count; the block it passes is the one taken (a
+// different one moves the coin), and the words past it are still drawn.
+TEST(GamesDraws, AFirstBlockDrawnAheadGivesTheSameDraws) {
+  const uint64_t seed = std::random_device{}();
+  std::mt19937_64 gen(seed);
+  for (int i = 0; i < 200; ++i) {
+    const int W = 4 + int(gen() % 60), fmax = 1 + int(gen() % kMaxFruitSlots);
+    const uint32_t epoch = uint32_t(gen()), t = uint32_t(gen() % 1000), game = uint32_t(gen() % 5000);
+    const Bits4 b0 = spawn_block0(seed, epoch, t, game);
+    const StepDraws any = spawn_draws<AnySlots>(W, fmax, seed, epoch, t, game);
+    const StepDraws ahead = spawn_draws<AnySlots>(W, fmax, seed, epoch, t, game, &b0);
+    ASSERT_EQ(std::memcmp(&any, &ahead, sizeof any), 0) << "seed " << seed << ", max_fruits " << fmax;
+    const StepDraws three = spawn_draws<Slots<3>>(W, 3, seed, epoch, t, game);
+    const StepDraws three_ahead = spawn_draws<Slots<3>>(W, 3, seed, epoch, t, game, &b0);
+    ASSERT_EQ(std::memcmp(&three, &three_ahead, sizeof three), 0) << "seed " << seed;
+    Bits4 other = b0;
+    other.x ^= 0x80000000u;  // the coin's top bit
+    const StepDraws moved = spawn_draws<AnySlots>(W, fmax, seed, epoch, t, game, &other);
+    ASSERT_NE(moved.coin, any.coin) << "seed " << seed;
+  }
+}
+
 TEST(GamesStep, IsDeterministicAndWritesObservationsOnlyWhenAsked) {
   const GameConfig c;
   const int R = 2, n = c.groups() * R;
