@@ -4,14 +4,14 @@
 // memory lies in another block of the cluster; a cluster barrier orders the accesses of two
 // blocks, as it orders their global memory accesses). The barrier comes whole
 // (GRPO_CLUSTER_SYNC) or split: GRPO_CLUSTER_ARRIVE releases what the thread did before it and
-// returns at once, GRPO_CLUSTER_WAIT returns once every thread of the cluster has arrived, so
-// work that touches nothing the barrier guards can run between the two while the other blocks
-// catch up. nvcc: cooperative groups; SIMT: the emulator runs a cluster's blocks phase by phase
-// between these barriers (simt/scheduler.cpp), checks that every thread reaches the same one,
-// and checks remote accesses like local ones (bounds, races; simt/sanitizer.cpp; an access
-// between a thread's arrive and its wait is ordered for the others only by the barrier after).
-// It maps the dynamic arena only. Launch with grpo::launch_cluster (core/launch.h); clusters run
-// along x.
+// returns at once, GRPO_CLUSTER_WAIT returns once every non-exited thread of the cluster has
+// arrived, so work that touches nothing the barrier guards can run between the two while the
+// other blocks catch up. nvcc: cooperative groups; SIMT: the emulator runs a cluster's blocks
+// phase by phase between these barriers (simt/scheduler.cpp), checks that every thread reaches
+// the same one, and checks remote accesses like local ones (bounds, races; simt/sanitizer.cpp;
+// an access between a thread's arrive and its wait is ordered for the others only by the next
+// cluster barrier). It maps the dynamic arena only. Launch with grpo::launch_cluster
+// (core/launch.h); clusters run along x.
 #pragma once
 
 #if defined(__CUDACC__)

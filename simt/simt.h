@@ -88,10 +88,11 @@ void mma_m16n8k16_bf16_warp(MmaLane* const lanes[32]);
 void cluster_sync(const char* file, int line);
 // The same barrier split in two (GRPO_CLUSTER_ARRIVE / GRPO_CLUSTER_WAIT): arrive marks the
 // calling thread as arrived and returns at once; wait blocks it until every live thread of the
-// cluster waits at the same one. What a thread does between its arrive and its wait is ordered
-// before the other threads' accesses only by the barrier after the next one (or a __syncthreads
-// of its block): sanitizer.cpp. An arrive twice, a wait without one, or cluster_sync between
-// them aborts.
+// cluster waits at the same one (stricter than sm_90, whose wait returns once all have arrived:
+// a thread's work between arrive and wait that needs another thread past its wait deadlocks
+// here). What a thread does between its arrive and its wait is ordered before other threads'
+// accesses by the next cluster barrier only (or, within its block, by a __syncthreads):
+// sanitizer.cpp. An arrive twice, a wait without one, or cluster_sync between them aborts.
 void cluster_arrive(const char* file, int line);
 void cluster_wait(const char* file, int line);
 unsigned cluster_size();  // the running launch's blocks per cluster
