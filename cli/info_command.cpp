@@ -49,6 +49,10 @@ int run_info(CLI::App& app, const TrainFlags& f, bool capture) {
   const Executor::GraphSize size = ex->capture_graph();
   std::printf("graph nodes        %zu (one epoch, captured on %s; %zu node runs per replay)\n", size.nodes,
               ex->describe().c_str(), size.runs);
+  // By kind: what a real cuBLAS adds (a split-K product's reduction, a memset) shows here.
+  std::printf("graph node kinds   %zu kernel, %zu memset, %zu memcpy, %zu conditional, %zu other; %zu in loop bodies\n",
+              size.kernels, size.memsets, size.memcpys, size.conditionals, size.other,
+              size.nodes - (size.kernels + size.memsets + size.memcpys + size.conditionals + size.other));
 #endif
   return 0;
 }

@@ -39,6 +39,9 @@ class Executor {
   // replay (a body's nodes once per trip).
   struct GraphSize {
     size_t nodes = 0, runs = 0;
+    // The top level's nodes by kind (a loop body's are in `nodes` only): kernels, memsets, copies,
+    // conditional nodes (WHILE), and anything else (host, event, empty, child graph).
+    size_t kernels = 0, memsets = 0, memcpys = 0, conditionals = 0, other = 0;
   };
   // Captures the epoch graph now if it was not yet and returns its size; zeros for executors
   // without a graph. Before any epoch has run, it first runs one eagerly (every cuBLAS shape is

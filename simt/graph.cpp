@@ -223,6 +223,31 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* cou
   return cudaSuccess;
 }
 
+cudaError_t cudaGraphNodeGetType(cudaGraphNode_t n, cudaGraphNodeType* type) {
+  if (!n || !type) return set_error(cudaErrorInvalidValue);
+  switch (n->node.kind) {
+    case NodeKind::Kernel:
+      *type = cudaGraphNodeTypeKernel;
+      break;
+    case NodeKind::Memcpy:
+      *type = cudaGraphNodeTypeMemcpy;
+      break;
+    case NodeKind::Memset:
+      *type = cudaGraphNodeTypeMemset;
+      break;
+    case NodeKind::HostOp:
+      *type = cudaGraphNodeTypeHost;
+      break;
+    case NodeKind::EventRecord:
+      *type = cudaGraphNodeTypeEventRecord;
+      break;
+    case NodeKind::Conditional:
+      *type = cudaGraphNodeTypeConditional;
+      break;
+  }
+  return cudaSuccess;
+}
+
 cudaError_t cudaGraphDestroy(cudaGraph_t g) {
   if (!g) return set_error(cudaErrorInvalidValue);
   delete g;

@@ -11,6 +11,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nvtx3/nvToolsExt.h>
 
@@ -178,8 +179,20 @@ class CudaExecutor final : public Executor {
     if (!exec_) capture();
     size_t top = 0;
     CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nullptr, &top));
+    std::vector<cudaGraphNode_t> nodes(top);
+    CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nodes.data(), &top));
     const CudaOps::LoopNodes loops = ops_->loop_nodes();
-    return GraphSize{top + loops.nodes, top + loops.runs};
+    GraphSize size{top + loops.nodes, top + loops.runs};
+    for (cudaGraphNode_t n : nodes) {
+      cudaGraphNodeType type{};
+      CUDA_CHECK(cudaGraphNodeGetType(n, &type));
+      ++(type == cudaGraphNodeTypeKernel        ? size.kernels
+         : type == cudaGraphNodeTypeMemset      ? size.memsets
+         : type == cudaGraphNodeTypeMemcpy      ? size.memcpys
+         : type == cudaGraphNodeTypeConditional ? size.conditionals
+                                                : size.other);
+    }
+    return size;
   }
 
  private:

@@ -103,6 +103,31 @@ TEST(ExecutorCuda, InfoGraphCountsTheRolloutLoopAndItsSwitches) {
   EXPECT_EQ(cluster_nodes, loop_nodes - body - 3) << "the loop's count holds its body's nodes";
 }
 
+// capture_graph counts the top level's nodes by kind, the loop body's apart: with the rollout as a
+// WHILE node one conditional node and its counters' memset, unrolled none; kernels either way.
+TEST(ExecutorCuda, GraphSizeCountsTheNodesByKind) {
+  GRPO_REQUIRE_DEVICE();
+  for (const bool loop : {false, true}) {
+    SCOPED_TRACE(loop ? "--rollout-loop" : "unrolled");
+    TrainConfig c = tiny_config();
+    c.use_graph = true;
+    c.hidden_size = 32;
+    c.batch_size = 1;
+    c.max_steps = 6;
+    c.rollout_loop = loop;
+    auto ex = make_cuda_executor(c);
+    ex->set_state(initial_state(c));
+    const Executor::GraphSize s = ex->capture_graph();
+    const size_t top = s.kernels + s.memsets + s.memcpys + s.conditionals + s.other;
+    EXPECT_EQ(s.conditionals, loop ? 1u : 0u);
+    EXPECT_EQ(s.nodes - top, loop ? size_t(2 * kRolloutLoopStepsPerTrip) : 0u) << "the body's nodes";
+    EXPECT_GT(s.kernels, 2u * 5u) << "the unrolled or last steps, the loss pass and the update";
+    if (loop) {
+      EXPECT_GE(s.memsets, 1u) << "the loop's counters";
+    }
+  }
+}
+
 // The run says whether --cluster-rollout was taken, and why not where the shape is not the
 // kernel's: fewer than 32 columns, or TF32 (whose product stays on cuBLASLt).
 TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {

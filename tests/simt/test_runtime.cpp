@@ -288,6 +288,19 @@ TEST(SimtGraph, WhileNodeRunsItsBodyUntilAKernelClearsTheHandle) {
   ASSERT_EQ(cudaGraphGetNodes(p.conditional.phGraph_out[0], nullptr, &inside), cudaSuccess);
   EXPECT_EQ(top, 3u);
   EXPECT_EQ(inside, 1u);
+  cudaGraphNode_t nodes[3] = {};
+  ASSERT_EQ(cudaGraphGetNodes(g, nodes, &top), cudaSuccess);
+  std::vector<cudaGraphNodeType> types;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type = cudaGraphNodeTypeEmpty;
+    ASSERT_EQ(cudaGraphNodeGetType(node, &type), cudaSuccess);
+    types.push_back(type);
+  }
+  EXPECT_EQ(types, (std::vector<cudaGraphNodeType>{cudaGraphNodeTypeKernel, cudaGraphNodeTypeConditional,
+                                                   cudaGraphNodeTypeKernel}));
+  cudaGraphNodeType unset = cudaGraphNodeTypeEmpty;
+  EXPECT_EQ(cudaGraphNodeGetType(nullptr, &unset), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
   EXPECT_EQ(trips.download(), std::vector<unsigned>(8, 0)) << "capture must not execute";
 
   cudaGraphExec_t exec;

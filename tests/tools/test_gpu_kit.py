@@ -38,6 +38,13 @@ class SanitizerSummary(unittest.TestCase):
 
 
 class Outputs(unittest.TestCase):
+    def test_graph_node_kinds(self):
+        out = ("graph nodes        425 (one epoch, captured on cuda; 427 node runs per replay)\n"
+               "graph node kinds   420 kernel, 3 memset, 1 memcpy, 1 conditional, 0 other; 0 in loop bodies\n")
+        self.assertEqual(parse.graph_node_kinds(out),
+                         "420 kernel, 3 memset, 1 memcpy, 1 conditional, 0 other; 0 in loop bodies")
+        self.assertIsNone(parse.graph_node_kinds("graph nodes        425 (one epoch, captured on cuda)\n"))
+
     def test_graph_nodes(self):
         self.assertEqual(parse.graph_nodes("arena 3 MiB\ngraph nodes        1635 (one epoch, captured on cuda)\n"), 1635)
         with self.assertRaises(ValueError):

@@ -70,6 +70,16 @@ def graph_nodes(text):
     return int(m.group(1))
 
 
+_KINDS = re.compile(r"^graph node kinds\s+(.+?)\s*$", re.M)
+
+
+def graph_node_kinds(text):
+    """The text of grpo info --graph's 'graph node kinds' line, or None where it printed none (a
+    build from before it did)."""
+    m = _KINDS.search(text)
+    return m.group(1) if m else None
+
+
 def csv_row(text):
     """The first line of `nvidia-smi --format=csv,noheader,nounits` as stripped fields."""
     line = text.strip().splitlines()[0] if text.strip() else ""

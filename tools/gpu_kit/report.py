@@ -117,7 +117,10 @@ def markdown(doc):
         lines += ["| %s | %.3f | %d | %.1f%% |" % (_cell(r["op"]), 1e3 * r["s"], r["calls"], 100 * r["s"] / total)
                   for r in rows[:15]]
     if doc.get("graph_nodes"):
-        lines += ["", "## Graph nodes per epoch", ""] + ["- %s: %d" % kv for kv in doc["graph_nodes"].items()]
+        kinds = doc.get("graph_node_kinds", {})
+        lines += ["", "## Graph nodes per epoch", ""]
+        lines += ["- %s: %d%s" % (case, n, " (%s)" % kinds[case] if case in kinds else "")
+                  for case, n in doc["graph_nodes"].items()]
     if doc.get("peak_gpu_memory_mib"):
         lines += ["", "## Peak GPU memory while timing (nvidia-smi, whole GPU)", ""]
         lines += ["- %s: %d MiB" % kv for kv in doc["peak_gpu_memory_mib"].items()]
