@@ -55,6 +55,7 @@ wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, b
           "bench_epoch small graph WHILE loop", "bench_rollout_cuda (us per step, small)", "bench_rollout_cuda (us per step, reference)", "bench_epoch small graph cluster", "bench_epoch small graph cluster BF16", "bench_epoch small graph cluster BF16 mma",
           "compute-sanitizer memcheck", "compute-sanitizer racecheck", "compute-sanitizer synccheck",
           "compute-sanitizer initcheck", "grpo info --graph (small)", "grpo info --graph (reference)",
+          "grpo info --graph (reference bf16)",
           "bench_kernels_cuda (small and reference shapes)", "bench_epoch small graph", "bench_epoch reference graph",
           "torch baseline small eager", "torch baseline reference compile", "engine ahead of PyTorch",
           "issue 16 goals (small >= 1000, reference bf16 >= 250 epochs/s)",
@@ -67,7 +68,8 @@ for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racechec
              "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop on",
              "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*",
              "--kernel-name kns=rollout_cluster_kernel", "--batch-size 16",
-             "bench_gemm_algos_cuda --ranks 8", "tune-gemm --preset reference --precision bf16"):
+             "bench_gemm_algos_cuda --ranks 8", "tune-gemm --preset reference --precision bf16",
+             "--ranks 32"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)
 expect(md.startswith("# GPU check: none"), "report title")
 expect("| check | result | figure | s |" in md.split("## Device")[0], "summary table before the details")

@@ -113,14 +113,17 @@ def rollout_latency(kit):
 
 def gemm_tuning(kit):
     """grpo tune-gemm for the reference preset in bf16 (the products of the issue's 250 epochs/s
-    goal): each product its epoch sends to cuBLASLt timed at the heuristic's first 8 answers on this
-    GPU, and the tuning file that bench_epoch's "graph BF16 tuned" variant takes."""
+    goal): each product its epoch sends to cuBLASLt timed at the heuristic's first 32 answers on this
+    GPU (past the survey's 8: the H200 ran the 544-row rollout product at 355 TFLOP/s at best, under
+    half of bf16's rate, and none of its first 8 answers split K), and the tuning file that
+    bench_epoch's "graph BF16 tuned" variant takes."""
     name = "grpo tune-gemm (reference, bf16)"
     if not kit.have("grpo"):
         return kit.not_run(name, "the build failed")
     path = os.path.join(kit.tmp("bench"), "gemm-tuning-reference-bf16.json")
     res = kit.run.run("tune-gemm", [kit.bin("grpo"), "tune-gemm", "--preset", "reference", "--precision", "bf16",
-                                    "--backend", "cuda", "--repeats", "3" if kit.quick else "10", "--write", path],
+                                    "--backend", "cuda", "--ranks", "16" if kit.quick else "32",
+                                    "--repeats", "3" if kit.quick else "10", "--write", path],
                       240)
     if res is None or not res.ok:
         return kit.from_result(name, res, "")
