@@ -4,9 +4,9 @@
 // collective) or exits, so a kernel without barriers or warp ops switches only at start and end.
 // A cluster launch (launch_cluster) runs the blocks of one cluster together, phase by phase: in
 // a shuffled order each block runs until all its live threads wait at the cluster barrier, then
-// the barrier releases them all. Blocks of a cluster never interleave within a phase, so each
-// keeps its own copy of the static __shared__ variables, swapped in when it runs. A split
-// barrier's arrive only marks the thread (it runs on); its wait parks it like the whole barrier.
+// the barrier releases them all (scheduler_cluster.cpp). Blocks of a cluster never interleave
+// within a phase, so each keeps its own copy of the static __shared__ variables, swapped in when
+// it runs.
 #include <boost/context/fiber.hpp>
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "simt/asan_fibers.h"
 #include "simt/runtime_internal.h"
 #include "simt/sanitizer.h"
+#include "simt/scheduler_state.h"
 
 namespace ctx = boost::context;
 
@@ -72,76 +73,12 @@ struct PooledStack {
   void deallocate(ctx::stack_context& sc) { g_stacks.free.push_back(static_cast<char*>(sc.sp) - sc.size); }
 };
 
-enum class State { Ready, Barrier, Warp, Cluster, Done };
-
-struct Coords {
-  uint3 thread;
-  uint3 block;
-  dim3 block_dim;
-  dim3 grid_dim;
-};
-
-struct Thread {
-  Coords coords{};
-  unsigned linear = 0, lane = 0, warp = 0;
-  State state = State::Ready;
-  bool arrived = false;  // passed a cluster barrier's arrive, not yet its wait
-  const char* file = "";
-  int line = 0;
-  // How often it passed each barrier site (the first kSites distinct file:line).
-  static constexpr int kSites = 8;
-  struct Site {
-    const char* file;
-    int line;
-    unsigned passed;
-  } sites[kSites];
-  int nsites = 0;
-  unsigned passed_at(const char* f, int l) const {
-    for (int i = 0; i < nsites; ++i)
-      if (sites[i].line == l && std::strcmp(sites[i].file, f) == 0) return sites[i].passed;
-    return 0;
-  }
-  void pass(const char* f, int l) {
-    for (int i = 0; i < nsites; ++i)
-      if (sites[i].line == l && std::strcmp(sites[i].file, f) == 0) {
-        ++sites[i].passed;
-        return;
-      }
-    if (nsites < kSites) sites[nsites++] = Site{f, l, 1};
-  }
-  WarpOp op = WarpOp::Sync;  // pending collective
-  unsigned mask = 0;
-  uint64_t value = 0, result = 0;
-  int arg = 0, width = 32;
-  ctx::fiber fiber;  // the thread, while it is suspended
-  ctx::fiber sched;  // the scheduler, while the thread runs
-};
-
 const char* op_name(WarpOp op) {
   static const char* names[] = {"__syncwarp",    "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
                                 "__ballot_sync", "__any_sync",  "__all_sync",     "mma.sync"};
   return names[static_cast<int>(op)];
 }
 
-// A block: its threads, shared arena, and barrier bookkeeping.
-struct Block {
-  std::vector<Thread> threads;
-  std::vector<unsigned char> smem;     // the dynamic arena, with kSharedRedzone bytes either side
-  std::vector<unsigned char> statics;  // its static __shared__ bytes while another block runs
-  unsigned live = 0, at_barrier = 0, at_cluster = 0;
-  Thread* current = nullptr;
-};
-const KernelLaunch* g_launch = nullptr;
-std::vector<Block> g_blocks;  // the blocks of the cluster being run (one without clusters)
-Block* g_cur = nullptr;       // the block being run
-
-std::string where(const Thread& t) {
-  const uint3& b = t.coords.block;
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "block (%u,%u,%u) thread (%u,%u,%u) [warp %u lane %u]", b.x, b.y, b.z,
-                t.coords.thread.x, t.coords.thread.y, t.coords.thread.z, t.warp, t.lane);
-  return buf;
-}
 std::string state_of(const Thread& t) {
   char buf[64];
   switch (t.state) {
@@ -159,29 +96,6 @@ std::string state_of(const Thread& t) {
   }
   return "?";
 }
-[[noreturn]] void block_fatal(const std::string& what, bool list_all) {
-  san_leave();
-  std::string r = what + "\n";
-  size_t listed = 0, more = 0;
-  for (const Thread& t : g_cur->threads)
-    if (list_all ? t.state != State::Done : (t.state == State::Barrier)) {
-      if (listed++ < 16)
-        r += "    " + where(t) + ": " + state_of(t) + "\n";
-      else
-        ++more;
-    }
-  if (more) r += "    ... and " + std::to_string(more) + " more threads\n";
-  fatal(r);
-}
-
-// Suspends the running thread until the scheduler resumes it.
-void yield_to_scheduler() {
-  Thread* t = g_cur->current;
-  asan_to_scheduler(t->linear, false);
-  t->sched = std::move(t->sched).resume();
-  asan_back_in_thread(t->linear);
-}
-
 // Every thread of a block must pass the same sequence of barriers: all waiters at one place,
 // and no thread that exited after passing this barrier site fewer times than the others now do
 // (a loop around the barrier whose trip count depends on the thread). A thread that exits
@@ -276,6 +190,41 @@ uint64_t g_launches = 0;
 
 }  // namespace
 
+const KernelLaunch* g_launch = nullptr;
+std::vector<Block> g_blocks;
+Block* g_cur = nullptr;
+
+std::string where(const Thread& t) {
+  const uint3& b = t.coords.block;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "block (%u,%u,%u) thread (%u,%u,%u) [warp %u lane %u]", b.x, b.y, b.z,
+                t.coords.thread.x, t.coords.thread.y, t.coords.thread.z, t.warp, t.lane);
+  return buf;
+}
+
+[[noreturn]] void block_fatal(const std::string& what, bool list_all) {
+  san_leave();
+  std::string r = what + "\n";
+  size_t listed = 0, more = 0;
+  for (const Thread& t : g_cur->threads)
+    if (list_all ? t.state != State::Done : (t.state == State::Barrier)) {
+      if (listed++ < 16)
+        r += "    " + where(t) + ": " + state_of(t) + "\n";
+      else
+        ++more;
+    }
+  if (more) r += "    ... and " + std::to_string(more) + " more threads\n";
+  fatal(r);
+}
+
+// Suspends the running thread until the scheduler resumes it.
+void yield_to_scheduler() {
+  Thread* t = g_cur->current;
+  asan_to_scheduler(t->linear, false);
+  t->sched = std::move(t->sched).resume();
+  asan_back_in_thread(t->linear);
+}
+
 uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int arg, int width, const char* file, int line) {
   san_leave();
   Thread& t = *g_cur->current;
@@ -320,80 +269,6 @@ void syncthreads(const char* file, int line) {
 }
 
 namespace {
-// The running thread waits at the cluster barrier at file:line until release_cluster.
-void park_at_cluster(Thread& t, const char* file, int line) {
-  t.state = State::Cluster, t.file = file, t.line = line;
-  ++g_cur->at_cluster;
-  yield_to_scheduler();
-}
-}  // namespace
-
-void cluster_sync(const char* file, int line) {
-  san_leave();
-  Thread& t = *g_cur->current;
-  if (t.arrived)
-    block_fatal(where(t) + " reached the cluster barrier at " + file + ":" + std::to_string(line) +
-                    " between the arrive and the wait of a split one (it would arrive twice in one phase)",
-                true);
-  park_at_cluster(t, file, line);
-}
-
-void cluster_arrive(const char* file, int line) {
-  san_leave();
-  Thread& t = *g_cur->current;
-  if (t.arrived)
-    block_fatal(where(t) + " arrived at the cluster barrier at " + file + ":" + std::to_string(line) +
-                    " twice without its wait between",
-                true);
-  t.arrived = true;
-  san_enter(t.linear, true);
-}
-
-void cluster_wait(const char* file, int line) {
-  san_leave();
-  Thread& t = *g_cur->current;
-  if (!t.arrived)
-    block_fatal(
-        where(t) + " waits at the cluster barrier at " + file + ":" + std::to_string(line) + " without having arrived",
-        true);
-  park_at_cluster(t, file, line);
-}
-
-unsigned cluster_size() { return g_launch ? g_launch->cluster : 1; }
-
-void* map_shared_rank(const void* p, unsigned rank) {
-  if (!g_launch || !g_cur || !g_cur->current) fatal("map_shared_rank outside a kernel");
-  const std::string by = " (" + where(*g_cur->current) + ")";
-  if (rank >= g_launch->cluster)
-    fatal("map_shared_rank to rank " + std::to_string(rank) + " of a cluster of " + std::to_string(g_launch->cluster) +
-          " blocks" + by);
-  const unsigned char* base = g_cur->smem.data() + kSharedRedzone;
-  const auto* a = static_cast<const unsigned char*>(p);
-  if (g_launch->smem == 0 || a < base || a > base + g_launch->smem)  // one past the end: an end pointer
-    fatal("map_shared_rank of an address outside this block's dynamic shared memory" + by +
-          ": the emulator maps only the dynamic arena (static __shared__ variables are swapped between the "
-          "phases of a cluster's blocks)");
-  return g_blocks[rank].smem.data() + kSharedRedzone + (a - base);
-}
-
-bool cluster_block_exited(size_t rank) { return rank < g_blocks.size() && g_blocks[rank].live == 0; }
-
-namespace {
-
-// The static __shared__ variables are globals of the executable: a block of a cluster keeps its
-// own bytes of them while it is switched out.
-void save_statics(Block& B) {
-  B.statics.clear();
-  for (const SharedRange& r : static_shared_ranges())
-    B.statics.insert(B.statics.end(), reinterpret_cast<unsigned char*>(r.lo), reinterpret_cast<unsigned char*>(r.hi));
-}
-void restore_statics(const Block& B) {
-  size_t at = 0;
-  for (const SharedRange& r : static_shared_ranges()) {
-    std::memcpy(reinterpret_cast<void*>(r.lo), B.statics.data() + at, r.hi - r.lo);
-    at += r.hi - r.lo;
-  }
-}
 
 void start_block(const KernelLaunch& k, Block& B, size_t b) {
   const size_t nthreads = B.threads.size();
@@ -450,33 +325,6 @@ void run_until_parked(std::vector<unsigned>& runnable) {
       if (B.at_barrier > 0 && B.at_barrier == B.live) release_barrier();
     }
   }
-}
-
-// Every live thread of the cluster waits at the cluster barrier (as on sm_90, exited threads
-// are not waited for): all at one place, then all run on.
-void release_cluster() {
-  const Thread* site = nullptr;
-  for (Block& B : g_blocks) {
-    g_cur = &B;
-    for (const Thread& t : B.threads) {
-      if (t.state != State::Cluster) continue;
-      if (!site)
-        site = &t;
-      else if (t.line != site->line || std::strcmp(t.file, site->file) != 0)
-        block_fatal("the cluster barrier reached from different places in one cluster: " + where(t) + " at " + t.file +
-                        ":" + std::to_string(t.line) + ", " + where(*site) + " at " + site->file + ":" +
-                        std::to_string(site->line),
-                    false);
-    }
-  }
-  for (Block& B : g_blocks) {
-    for (Thread& t : B.threads) {
-      if (t.state == State::Cluster) t.state = State::Ready, t.pass(t.file, t.line);
-      t.arrived = false;
-    }
-    B.at_cluster = 0;
-  }
-  san_cluster_released();
 }
 
 }  // namespace

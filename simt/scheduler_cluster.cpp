@@ -1,0 +1,114 @@
+// The SIMT scheduler's thread-block clusters (scheduler.cpp runs the launch): the cluster barrier,
+// whole or split into arrive and wait (the arrive only marks the thread, which runs on; the wait
+// parks it like the whole barrier), its release, distributed shared memory, and each block's
+// static __shared__ bytes while another block of its cluster runs.
+#include <cstring>
+#include <string>
+
+#include "simt/sanitizer.h"
+#include "simt/scheduler_state.h"
+
+namespace simt::detail {
+
+namespace {
+// The running thread waits at the cluster barrier at file:line until release_cluster.
+void park_at_cluster(Thread& t, const char* file, int line) {
+  t.state = State::Cluster, t.file = file, t.line = line;
+  ++g_cur->at_cluster;
+  yield_to_scheduler();
+}
+}  // namespace
+
+void cluster_sync(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  if (t.arrived)
+    block_fatal(where(t) + " reached the cluster barrier at " + file + ":" + std::to_string(line) +
+                    " between the arrive and the wait of a split one (it would arrive twice in one phase)",
+                true);
+  park_at_cluster(t, file, line);
+}
+
+void cluster_arrive(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  if (t.arrived)
+    block_fatal(where(t) + " arrived at the cluster barrier at " + file + ":" + std::to_string(line) +
+                    " twice without its wait between",
+                true);
+  t.arrived = true;
+  san_enter(t.linear, true);
+}
+
+void cluster_wait(const char* file, int line) {
+  san_leave();
+  Thread& t = *g_cur->current;
+  if (!t.arrived)
+    block_fatal(
+        where(t) + " waits at the cluster barrier at " + file + ":" + std::to_string(line) + " without having arrived",
+        true);
+  park_at_cluster(t, file, line);
+}
+
+unsigned cluster_size() { return g_launch ? g_launch->cluster : 1; }
+
+void* map_shared_rank(const void* p, unsigned rank) {
+  if (!g_launch || !g_cur || !g_cur->current) fatal("map_shared_rank outside a kernel");
+  const std::string by = " (" + where(*g_cur->current) + ")";
+  if (rank >= g_launch->cluster)
+    fatal("map_shared_rank to rank " + std::to_string(rank) + " of a cluster of " + std::to_string(g_launch->cluster) +
+          " blocks" + by);
+  const unsigned char* base = g_cur->smem.data() + kSharedRedzone;
+  const auto* a = static_cast<const unsigned char*>(p);
+  if (g_launch->smem == 0 || a < base || a > base + g_launch->smem)  // one past the end: an end pointer
+    fatal("map_shared_rank of an address outside this block's dynamic shared memory" + by +
+          ": the emulator maps only the dynamic arena (static __shared__ variables are swapped between the "
+          "phases of a cluster's blocks)");
+  return g_blocks[rank].smem.data() + kSharedRedzone + (a - base);
+}
+
+bool cluster_block_exited(size_t rank) { return rank < g_blocks.size() && g_blocks[rank].live == 0; }
+
+// The static __shared__ variables are globals of the executable: a block of a cluster keeps its
+// own bytes of them while it is switched out.
+void save_statics(Block& B) {
+  B.statics.clear();
+  for (const SharedRange& r : static_shared_ranges())
+    B.statics.insert(B.statics.end(), reinterpret_cast<unsigned char*>(r.lo), reinterpret_cast<unsigned char*>(r.hi));
+}
+void restore_statics(const Block& B) {
+  size_t at = 0;
+  for (const SharedRange& r : static_shared_ranges()) {
+    std::memcpy(reinterpret_cast<void*>(r.lo), B.statics.data() + at, r.hi - r.lo);
+    at += r.hi - r.lo;
+  }
+}
+
+// Every live thread of the cluster waits at the cluster barrier (as on sm_90, exited threads
+// are not waited for): all at one place, then all run on.
+void release_cluster() {
+  const Thread* site = nullptr;
+  for (Block& B : g_blocks) {
+    g_cur = &B;
+    for (const Thread& t : B.threads) {
+      if (t.state != State::Cluster) continue;
+      if (!site)
+        site = &t;
+      else if (t.line != site->line || std::strcmp(t.file, site->file) != 0)
+        block_fatal("the cluster barrier reached from different places in one cluster: " + where(t) + " at " + t.file +
+                        ":" + std::to_string(t.line) + ", " + where(*site) + " at " + site->file + ":" +
+                        std::to_string(site->line),
+                    false);
+    }
+  }
+  for (Block& B : g_blocks) {
+    for (Thread& t : B.threads) {
+      if (t.state == State::Cluster) t.state = State::Ready, t.pass(t.file, t.line);
+      t.arrived = false;
+    }
+    B.at_cluster = 0;
+  }
+  san_cluster_released();
+}
+
+}  // namespace simt::detail
