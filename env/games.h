@@ -158,14 +158,22 @@ struct ExplicitDrawSource {
   }
 };
 
+// Game g's step t from state st with `action`: the state after it, and the step's reward in
+// *reward. S: Slots.
+template <class S, class Draws>
+GRPO_HD GameState play_step(const GameConfig& cfg, const GameState& st, int g, int32_t action, const Draws& draws,
+                            uint32_t t, float* reward) {
+  const GameState after = step<S>(cfg, st, action, draws.template get<S>(g)).state;
+  *reward = step_reward(t, st.score, after);
+  return after;
+}
+
 // The step of one game whose state the caller holds (st, updated): reward_out[g] and, when not
 // null, its observation row in obs_next and a copy in obs_copy. S: Slots.
 template <class S, class Draws>
 GRPO_HD void advance_game(const GameConfig& cfg, GameState& st, int g, int32_t action, const Draws& draws, uint32_t t,
                           float* reward_out, float* obs_next, float* obs_copy) {
-  const int32_t score_before = st.score;
-  st = step<S>(cfg, st, action, draws.template get<S>(g)).state;
-  reward_out[g] = step_reward(t, score_before, st);
+  st = play_step<S>(cfg, st, g, action, draws, t, &reward_out[g]);
   if (obs_next) write_observation<S>(cfg, st, obs_next + static_cast<size_t>(g) * cfg.obs_dim());
   if (obs_copy) write_observation<S>(cfg, st, obs_copy);
 }

@@ -120,11 +120,14 @@ struct GamesOnChip {
 //                  bf16); not into global memory (kH1Global false): the game's block copies it
 //                  there from xs after the barrier (copy_rows_out);
 //   games          the block's games' states on chip (GamesOnChip);
+//   kGameAhead     the game's step for each action played before ready(), by warps that would
+//                  wait there anyway;
 //   while_playing  the game's a1 row to global memory, for the loss pass, by warps 1...
 template <class T>
 struct ClusterHooks : StepHooks {
   static constexpr bool kH1Global = false;
   static constexpr bool kPrefetchTrunk = false;  // the parameters are on chip (OnChipParams)
+  static constexpr bool kGameAhead = true;       // warps 1..3 would wait at ready() anyway
   T* xs;
   unsigned stride, row, H;
   GamesOnChip on_chip;

@@ -30,11 +30,20 @@ constexpr int kStepThreads = 128;
 constexpr int kStepWarps = kStepThreads / 32;
 constexpr int kMaxObs = 32;
 
+// The game's step for one action, played ahead (StepHooks::kGameAhead): the state after it, the
+// step's reward and, but at the last step, the observation.
+struct GameAhead {
+  GameState state;
+  float reward;
+  float obs[kMaxObs];
+};
+
 // The block's shared scratch, a __shared__ variable of the calling kernel.
 struct StepShared {
   float head_sums[kActions][kStepWarps];
   float welford[3 * kStepWarps];
   float obs[kMaxObs];
+  GameAhead ahead[kActions];  // kGameAhead: action a's on lane 0 of warp a + 1
 };
 
 // StepShared and, where a thread keeps more than two groups (kKeep > 2: the stepwise kernel),
@@ -62,9 +71,15 @@ struct StepScratch : StepShared {
 //   kPrefetchTrunk   whether the trunk's parameters come from global memory, so that the block
 //                    prefetches them while thread 0 plays (prefetch_trunk); false where the caller
 //                    passes copies on chip, whose kernel then has no prefetch code at all.
+//   kGameAhead       whether lane 0 of warps 1..3 plays the game's step for each of the three
+//                    actions before ready() (play_ahead), so that thread 0, after the head, only
+//                    takes the sampled action's: where the block would otherwise wait at ready()
+//                    with nothing to do (the cluster kernel), not where other blocks' work fills
+//                    the SM (the stepwise kernel at the reference: three games' issue for one).
 struct StepHooks {
   static constexpr bool kH1Global = true;
   static constexpr bool kPrefetchTrunk = true;
+  static constexpr bool kGameAhead = false;
   __device__ __forceinline__ void ready() const {}
   __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
   __device__ __forceinline__ const GamesView& games(const Ops::RolloutStep& s) const { return s.games; }
@@ -163,18 +178,33 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
 // The random numbers thread 0's game step takes, drawn before hooks.ready() (they need no a1):
 // there they run while the block waits for a1 (the cluster barrier's wait, the product's end)
 // instead of after the head, on the path of the game that the other warps wait for.
+// (With the game played ahead, thread 0 draws the action's uniform alone.)
 struct GameDraws {
   float action_u = 0.f;  // action_uniform's
   Bits4 spawn{};         // spawn_block0's
   GameDraws() = default;
-  __device__ GameDraws(uint64_t seed, uint32_t epoch, uint32_t t, unsigned g)
-      : action_u(action_uniform(seed, epoch, t, uint32_t(g))), spawn(spawn_block0(seed, epoch, t, uint32_t(g))) {}
+  __device__ GameDraws(uint64_t seed, uint32_t epoch, uint32_t t, unsigned g, bool spawn_too)
+      : action_u(action_uniform(seed, epoch, t, uint32_t(g))),
+        spawn(spawn_too ? spawn_block0(seed, epoch, t, uint32_t(g)) : Bits4{}) {}
 };
+
+// Lane 0 of warp a + 1: game g's step t with action a from its state now, into sh.ahead[a]
+// (StepHooks::kGameAhead). The same function of the same state and draws as step_one_game's.
+template <class Games>
+__device__ inline void play_ahead(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games, uint32_t epoch,
+                                  uint32_t t, unsigned g, bool last, int32_t a, GameAhead& out) {
+  with_fruit_slots(cfg, [&](auto slots) {
+    using S = decltype(slots);
+    const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t};
+    out.state = play_step<S>(cfg, games.template load<S>(int(g)), int(g), a, draws, t, &out.reward);
+    if (!last) write_observation<S>(cfg, out.state, out.obs);
+  });
+}
 
 // Thread 0, after the head's barrier: the logits, the action and the game's step (its
 // observation also into sh.obs, for the trunk: not read back from global memory). games: where
 // the game's state is (StepHooks::games).
-template <class Games>
+template <bool kGameAhead, class Games>
 __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
                                  const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
                                  size_t shift, unsigned g, bool last, StepShared& sh) {
@@ -189,10 +219,19 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
   }
   const PolicyRow policy = policy_row(logits);
   int32_t* actions = s.actions + shift;
-  actions[g] = sample_from(policy, drawn.action_u);
-  const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
+  const int32_t action = sample_from(policy, drawn.action_u);
+  actions[g] = action;
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
-  step_one_game(cfg, games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+  if constexpr (kGameAhead) {  // the sampled action's step, played ahead
+    const GameAhead& o = sh.ahead[action];
+    games.template store<AnySlots>(int(g), o.state);
+    s.rewards[row] = o.reward;
+    if (obs_next)
+      for (int d = 0; d < s.D; ++d) obs_next[size_t(g) * s.D + d] = sh.obs[d] = o.obs[d];
+  } else {
+    const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
+    step_one_game(cfg, games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+  }
 }
 
 // The next step's trunk, after the game's barrier: h0 = obs W_in^T, Welford over gelu(h0), then
@@ -375,7 +414,12 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
-    drawn = GameDraws(s.seed, epoch, t, g);
+    drawn = GameDraws(s.seed, epoch, t, g, !Hooks::kGameAhead);
+  }
+  if constexpr (Hooks::kGameAhead) {
+    const unsigned a = threadIdx.x / 32 - 1;  // warps 1..kActions
+    if (threadIdx.x % 32 == 0 && a < unsigned(kActions))
+      play_ahead(cfg, s, hooks.games(s), epoch, t, g, last, int32_t(a), sh.ahead[a]);
   }
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
@@ -383,7 +427,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);
   if (threadIdx.x == 0)
-    step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
+    step_game<Hooks::kGameAhead>(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
   else if (threadIdx.x >= 32)
     hooks.while_playing();
   if (last) return;  // no next trunk (uniform over the block)
