@@ -48,8 +48,9 @@ void layernorm_input_backward_host(const float* dh1, const float* h0, const floa
 // The same op on the GPU (CudaOps fuses Ops::layernorm_input_backward with it), for D up to
 // kLayerNormMaxObs (the game's observation: 1 + 3 Fmax <= 25); dh0 is never written, and dW_in
 // needs no product (so it is fp32 under --tf32 too). Two ways, by shape:
-// - When layernorm_input_backward_recomputes_h0(N, D) (N <= 2048 and D <= 10: both presets),
-//   one pass over dh1 (kernels/layernorm_input_onepass.h) that recomputes h0 = X W_in^T at each
+// - When layernorm_input_backward_recomputes_h0(N, D) (N <= 2048 and D <= 10: both presets) and
+//   the device's shared memory holds it (layernorm_onepass::fits_device: sm_90's does), one pass
+//   over dh1 (kernels/layernorm_input_onepass.h) that recomputes h0 = X W_in^T at each
 //   element and never reads h0 (which may then be nullptr). Its h0 is an fmaf chain over d
 //   ascending from 0, as fc_in_forward_cuda and the rollout's fused step compute it: mean and
 //   rstd must come from that h0.

@@ -2,6 +2,7 @@
 #include "kernels/layernorm_input_onepass.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
 
@@ -43,14 +44,15 @@ __device__ __forceinline__ void unpack4(const float4& f, float (&v)[4]) {
 //      chain over d ascending from 0, so the same bits), then gelu, gelu', xhat = (gelu(h0) -
 //      mean) rstd and the thread's shares of the row sums of dxhat = dh1 gamma and dxhat xhat,
 //      which meet in shared memory (a shuffle tree a warp);
-//   2. one thread a team adds its warps' shares in order: the row's two means;
+//   2. one thread a team (threads 0 .. teams - 1 of the block) adds its warps' shares in order:
+//      the row's two means;
 //   3. dh0 = dh1 + gelu'(h0) rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) joins the column
 //      sums with dh1 xhat, dh1 and dh0 X[row, d].
-// The rounds overlap: between two barriers the teams' first threads take step 2 of round k while
-// every thread runs step 1 of round k + 1, then, after the barrier, step 3 of round k, so a round
-// costs one barrier, not two. What step 3 needs of step 1 waits in shared memory: each thread's
-// dh1, gelu' and xhat by the round's parity (`kept`), the row's observation and rstd a team
-// (three rounds deep: step 3 of round k still reads them while step 1 of round k + 1 writes).
+// The rounds overlap: between two barriers those threads take step 2 of round k while every
+// thread runs step 1 of round k + 1, then, after the barrier, step 3 of round k, so a round costs
+// one barrier, not two. What step 3 needs of step 1 waits in shared memory: each thread's dh1,
+// gelu' and xhat by the round's parity (`kept`), the row's observation and rstd a team, three
+// rounds deep (step 3 of round k runs between the same two barriers as step 1 of round k + 2).
 // dh1 is the only [M, N] array read, once; h0 is never read and dh0 never written. Its loads run
 // two rounds ahead, the observation's and the statistics' one round ahead.
 template <bool kExactD, bool kH0Out>
@@ -140,7 +142,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     s2 = warp_sum(s2);
     if (lane == 0) warp_sums[round % 2][warp][0] = s1, warp_sums[round % 2][warp][1] = s2;
   };
-  // Step 2 of round `round`, by the first thread of each team.
+  // Step 2 of round `round`, by threads 0 .. teams - 1 (one a team).
   const auto means = [&](unsigned round) {
     if (threadIdx.x >= teams) return;
     const unsigned w0 = threadIdx.x * warps_per_team, par = round % 2;
@@ -213,21 +215,50 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-// The most dynamic shared memory either kernel asks for: always the same, so that a later launch
-// never lowers the limit below what a captured graph's node asks for. Not a stream operation:
-// allowed while a stream captures.
 constexpr size_t kKeptFloat4s = 2 * 3 * size_t(kThreads);  // kept: two rounds of dh1, gelu', xhat a thread
 constexpr size_t kSmemLimit = (size_t(kMaxD) * kThreads + kKeptFloat4s) * sizeof(float4);
+
+size_t dynamic_bytes(int N, int D) { return (size_t(D) * team(N) + kKeptFloat4s) * sizeof(float4); }
+
+const void* const kKernels[] = {reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<true, false>),
+                                reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<true, true>),
+                                reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<false, false>),
+                                reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<false, true>)};
+
+// The dynamic shared memory the kernels may ask for on the current device: kSmemLimit, or what the
+// device's opt-in limit leaves beside their static part. Always the same on a device, so that a
+// later launch never lowers the limit below what a captured graph's node asks for; set once per
+// device (not a stream operation: allowed while a stream captures).
+size_t dynamic_limit() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  static std::map<int, size_t> limits;
+  if (const auto it = limits.find(dev); it != limits.end()) return it->second;
+  int optin = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  size_t fixed = 0;
+  for (const void* k : kKernels) {
+    cudaFuncAttributes f{};
+    CUDA_CHECK(cudaFuncGetAttributes(&f, k));
+    fixed = std::max(fixed, f.sharedSizeBytes);
+  }
+  const size_t limit = std::min(kSmemLimit, size_t(std::max(optin, 0)) > fixed ? size_t(optin) - fixed : 0);
+  for (const void* k : kKernels)
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
+  return limits.emplace(dev, limit).first->second;
+}
+
 template <bool kExactD, bool kH0Out>
 void launch_onepass(const Args& a, unsigned tm, size_t smem, unsigned chunks, unsigned rows, float* partial,
                     cudaStream_t stream) {
-  const auto kernel = layernorm_input_onepass_kernel<kExactD, kH0Out>;
-  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(kSmemLimit)));
-  launch(kernel, chunks, kThreads, smem, stream, a, tm, rows, partial);
+  launch(layernorm_input_onepass_kernel<kExactD, kH0Out>, chunks, kThreads, smem, stream, a, tm, rows, partial);
 }
 
 }  // namespace
+
+bool fits_device(int N, int D) {
+  return N >= 1 && N <= kMaxN && D >= 1 && D <= kMaxD && dynamic_bytes(N, D) <= dynamic_limit();
+}
 
 // Moves 4*M*N bytes of dh1, (2 + D) * 4 * chunks * N of partial sums, and 4*M*(D + 2) of
 // observations and statistics; W_in and gamma once a block, from L2.
@@ -241,7 +272,12 @@ void partial_sums_cuda(const float* dh1, const float* X, const float* W_in, cons
   const Args a{dh1,   X, W_in, gamma, mean,
                rstd,  M, N,    D,     N % 4 == 0 && aligned16(dh1) && aligned16(gamma) && aligned16(partial),
                h0_out};
-  const size_t smem = (size_t(D) * tm + kKeptFloat4s) * sizeof(float4);
+  const size_t smem = dynamic_bytes(N, D);
+  if (smem > dynamic_limit())
+    throw std::invalid_argument("layernorm_onepass::partial_sums_cuda: N " + std::to_string(N) + ", D " +
+                                std::to_string(D) + " needs " + std::to_string(smem) +
+                                " bytes of shared memory a block beside its static part; the device allows " +
+                                std::to_string(dynamic_limit()) + " (fits_device says where it runs)");
   const unsigned chunks = colsum::chunks(size_t(M)), rows = colsum::rows_per_chunk(size_t(M));
   if (h0_out)
     D == kMaxD ? launch_onepass<true, true>(a, tm, smem, chunks, rows, partial, stream)

@@ -121,7 +121,8 @@ struct GamesOnChip {
 //                  there from xs after the barrier (copy_rows_out);
 //   games          the block's games' states on chip (GamesOnChip);
 //   kGameAhead     the game's step for each action played before ready(), by warps that would
-//                  wait there anyway;
+//                  wait there anyway: in the block's first game of the step (ahead), the one whose
+//                  ready() waits;
 //   while_playing  the game's a1 row to global memory, for the loss pass, by warps 1...
 template <class T>
 struct ClusterHooks : StepHooks {
@@ -149,6 +150,7 @@ struct ClusterHooks : StepHooks {
   __device__ __forceinline__ void ready() const {
     if (first) wait_for_a1();
   }
+  __device__ __forceinline__ bool ahead() const { return first; }
   __device__ __forceinline__ void h1(unsigned col0, unsigned n, const float (&v)[4]) const {
     T* local = xs + size_t(row) * stride + col0;
     for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);

@@ -71,15 +71,17 @@ struct StepScratch : StepShared {
 //   kPrefetchTrunk   whether the trunk's parameters come from global memory, so that the block
 //                    prefetches them while thread 0 plays (prefetch_trunk); false where the caller
 //                    passes copies on chip, whose kernel then has no prefetch code at all.
-//   kGameAhead       whether lane 0 of warps 1..3 plays the game's step for each of the three
+//   kGameAhead       whether lane 0 of warps 1..3 may play the game's step for each of the three
 //                    actions before ready() (play_ahead), so that thread 0, after the head, only
-//                    takes the sampled action's: where the block would otherwise wait at ready()
-//                    with nothing to do (the cluster kernel), not where other blocks' work fills
-//                    the SM (the stepwise kernel at the reference: three games' issue for one).
+//                    takes the sampled action's; ahead() says for which game: where the block
+//                    would otherwise wait at ready() with nothing to do (the cluster kernel's
+//                    first game of a step), not where other blocks' work fills the SM (the
+//                    stepwise kernel at the reference: three games' issue for one).
 struct StepHooks {
   static constexpr bool kH1Global = true;
   static constexpr bool kPrefetchTrunk = true;
   static constexpr bool kGameAhead = false;
+  __device__ __forceinline__ bool ahead() const { return false; }
   __device__ __forceinline__ void ready() const {}
   __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
   __device__ __forceinline__ const GamesView& games(const Ops::RolloutStep& s) const { return s.games; }
@@ -206,8 +208,8 @@ __device__ inline void play_ahead(const GameConfig& cfg, const Ops::RolloutStep&
 // the game's state is (StepHooks::games).
 template <bool kGameAhead, class Games>
 __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
-                                 const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
-                                 size_t shift, unsigned g, bool last, StepShared& sh) {
+                                 const float (&b_out)[kActions], const GameDraws& drawn, bool ahead, uint32_t epoch,
+                                 uint32_t t, size_t shift, unsigned g, bool last, StepShared& sh) {
   const size_t row = shift + g;
   float logits[kActions];
 #pragma unroll
@@ -222,7 +224,7 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
   const int32_t action = sample_from(policy, drawn.action_u);
   actions[g] = action;
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
-  if constexpr (kGameAhead) {  // the sampled action's step, played ahead
+  if (kGameAhead && ahead) {  // the sampled action's step, played ahead
     const GameAhead& o = sh.ahead[action];
     games.template store<AnySlots>(int(g), o.state);
     s.rewards[row] = o.reward;
@@ -410,15 +412,17 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   // For thread 0 after the head: fc_out's bias, loaded first so that its round trip overlaps the
   // head's, and the game's draws, before the head's hooks.ready() (GameDraws).
   float b_out[kActions];
+  const bool ahead = Hooks::kGameAhead && hooks.ahead();  // the same for the whole block
   GameDraws drawn;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int a = 0; a < kActions; ++a) b_out[a] = p.fc_out_b[a];
-    drawn = GameDraws(s.seed, epoch, t, g, !Hooks::kGameAhead);
+    drawn = GameDraws(s.seed, epoch, t, g, !ahead);
   }
   if constexpr (Hooks::kGameAhead) {
+    static_assert(kActions < kStepWarps, "a warp past warp 0 for each action");
     const unsigned a = threadIdx.x / 32 - 1;  // warps 1..kActions
-    if (threadIdx.x % 32 == 0 && a < unsigned(kActions))
+    if (ahead && threadIdx.x % 32 == 0 && a < unsigned(kActions))
       play_ahead(cfg, s, hooks.games(s), epoch, t, g, last, int32_t(a), sh.ahead[a]);
   }
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
@@ -427,7 +431,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);
   if (threadIdx.x == 0)
-    step_game<Hooks::kGameAhead>(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
+    step_game<Hooks::kGameAhead>(cfg, s, hooks.games(s), b_out, drawn, ahead, epoch, t, shift, g, last, sh);
   else if (threadIdx.x >= 32)
     hooks.while_playing();
   if (last) return;  // no next trunk (uniform over the block)

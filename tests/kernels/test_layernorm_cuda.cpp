@@ -113,7 +113,7 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
                          InCase{11, 2048, 10, 0}, InCase{7, 1030, 7, 0}, InCase{5, 2049, 10, 0}, InCase{50, 200, 10, 0},
                          InCase{40, 1000, 10, 0}, InCase{100, 2048, 10, 0}}) {
     SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
-    const bool one_pass = layernorm_input_backward_recomputes_h0(c.N, c.D);
+    const bool one_pass = layernorm_input_backward_recomputes_h0(c.N, c.D) && layernorm_onepass::fits_device(c.N, c.D);
     const size_t n = size_t(c.M) * c.N;
     const auto X = random_floats(size_t(c.M) * c.D, ++seed, -1.f, 1.f);
     const auto w_in = random_floats(size_t(c.N) * c.D, ++seed, -1.f, 1.f);
@@ -191,11 +191,17 @@ TEST(LayerNormCuda, InputBackwardOfNoRowsIsZero) {
 }
 
 TEST(LayerNormCuda, OnePassRefusesShapesItDoesNotTake) {
-  for (const auto& [N, D] : {std::pair{2049, 10}, std::pair{0, 10}, std::pair{512, 11}, std::pair{512, 0}})
+  GRPO_REQUIRE_DEVICE();
+  for (const auto& [N, D] : {std::pair{2049, 10}, std::pair{0, 10}, std::pair{512, 11}, std::pair{512, 0}}) {
     EXPECT_THROW(layernorm_onepass::partial_sums_cuda(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, 4, N, D,
                                                       nullptr, nullptr),
                  std::invalid_argument)
         << N << " " << D;
+    EXPECT_FALSE(layernorm_onepass::fits_device(N, D)) << N << " " << D;
+  }
+  // An sm_90 block's shared memory (the emulated device's) holds the widest shape it takes.
+  EXPECT_TRUE(layernorm_onepass::fits_device(2048, 10));
+  EXPECT_TRUE(layernorm_onepass::fits_device(1, 1));
 }
 
 // fc_in's fixed order on the device: the host twin's bits (both are the same fmaf chain). Up to
