@@ -336,7 +336,7 @@ void layernorm_input_backward_cuda(const float* dh1, const float* h0, const floa
   const unsigned chunks = colsum::chunks(size_t(M));
   float* partial = scratch;
   float* stats = scratch + size_t(2 + D) * chunks * size_t(N);
-  if (layernorm_input_backward_recomputes_h0(N, D) && layernorm_onepass::fits_device(N, D))
+  if (layernorm_onepass::fits_device(N, D))
     layernorm_onepass::partial_sums_cuda(dh1, X, W_in, gamma, mean, rstd, M, N, D, partial, stream);
   else
     layernorm_input_two_passes(dh1, h0, X, gamma, mean, rstd, M, N, D, chunks, partial, stats, stream);

@@ -35,9 +35,7 @@ class CudaOps final : public Ops {
   void fc_in_transpose(const float* W_in, float* W_inT, int N, int D) override;
   // Its rollout step writes h0 only when asked (Rollout::keep_h0), and its LayerNorm input backward
   // recomputes h0 from the observations at the presets' shapes.
-  bool loss_pass_reads_h0(int N, int D) const override {
-    return !(layernorm_input_backward_recomputes_h0(N, D) && layernorm_onepass::fits_device(N, D));
-  }
+  bool loss_pass_reads_h0(int N, int D) const override { return !layernorm_onepass::fits_device(N, D); }
   void cast_bf16(const float* x, Bf16* y, size_t n) override;
   void linear_forward_bf16(const Bf16* X, const Bf16* W, const float* b, float* Y, int M, int N, int K) override;
   void linear_backward_input_bf16(const Bf16* dY, const Bf16* W, float* dX, int M, int N, int K) override;

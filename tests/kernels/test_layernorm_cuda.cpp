@@ -93,7 +93,7 @@ TEST(LayerNormCuda, BackwardMatchesHostAndRepeatsBitForBit) {
 // The fused input backward (dh0 never written) against its host twin, the composition: the
 // backward above, then dW_in = dh0^T X, with h0 = X W_in^T in kernels/fc_in.h's order and the
 // forward's statistics of that h0 (as training gives them). Where the one pass takes the shape
-// (layernorm_input_backward_recomputes_h0: N <= 2048, D <= 10) it must not read h0, so h0 goes
+// (layernorm_onepass::fits_device: N <= 2048, D <= 10 on sm_90) it must not read h0, so h0 goes
 // in poisoned there, and the h0 it recomputes must be fc_in's to the bit (its test output). One
 // pass: teams of 32 (16 a block), 64, 128, 256 and 512 threads, a ragged row, the scalar path,
 // D 1 and 7 (compiled for any D <= 10) and 10 (for exactly 10), 9000 rows (40 a chunk, rows past
@@ -113,7 +113,7 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
                          InCase{11, 2048, 10, 0}, InCase{7, 1030, 7, 0}, InCase{5, 2049, 10, 0}, InCase{50, 200, 10, 0},
                          InCase{40, 1000, 10, 0}, InCase{100, 2048, 10, 0}}) {
     SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
-    const bool one_pass = layernorm_input_backward_recomputes_h0(c.N, c.D) && layernorm_onepass::fits_device(c.N, c.D);
+    const bool one_pass = layernorm_onepass::fits_device(c.N, c.D);
     const size_t n = size_t(c.M) * c.N;
     const auto X = random_floats(size_t(c.M) * c.D, ++seed, -1.f, 1.f);
     const auto w_in = random_floats(size_t(c.N) * c.D, ++seed, -1.f, 1.f);
