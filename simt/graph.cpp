@@ -1,15 +1,21 @@
 // Stream capture and CUDA graphs. While a stream captures, submit() (runtime.cpp) appends its
-// work to the stream's graph as a linear chain of nodes; a kernel node owns the by-value copy of
-// its arguments taken at launch, memcpy nodes keep pointers and copy at replay. Instantiation
-// copies the nodes; a launch queues those copies like any other work.
-// Conditional nodes (WHILE, and IF with one body) join the chain through cudaGraphAddNode; their
+// work to the stream's graph as a node that depends on the stream's frontier: the node before it
+// on the stream, and the frontiers of the events the stream waited for. A stream that waits for an
+// event recorded inside a capture joins that capture (a fork), and the capture ends only when
+// every node is an ancestor of the origin stream's frontier (joined back), as CUDA requires. A
+// kernel node owns the by-value copy of its arguments taken at launch, memcpy nodes keep pointers
+// and copy at replay. Instantiation copies the nodes; a launch queues those copies in a
+// topological order drawn from the schedule seed (SIMT_SEED), so that a dependency missing
+// between two streams' work shows up as work run in the wrong order under some seed.
+// Conditional nodes (WHILE, and IF with one body) join the graph through cudaGraphAddNode; their
 // body is captured with cudaStreamBeginCaptureToGraph. When the node's turn comes it reads its
-// handle, which kernels set with cudaGraphSetConditional, and runs the body's nodes in turn,
-// again while the value stays non-zero. Any graph that is not a chain is refused, not guessed at.
+// handle, which kernels set with cudaGraphSetConditional, and runs the body's nodes in the order
+// they were captured, again while the value stays non-zero.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -33,11 +39,54 @@ Conditional& conditional(cudaGraphConditionalHandle h, const char* who) {
   return g_conditionals[h - 1];
 }
 
-// The emulator's graphs are chains: a new node may depend on the last one only (or on nothing
-// in an empty graph).
-void require_chain_end(const CUgraph_st* g, const cudaGraphNode_t* deps, size_t n, const char* who) {
-  const bool ok = g->nodes.empty() ? n == 0 : n == 1 && deps && deps[0] == g->nodes.back().get();
-  if (!ok) fatal(std::string(who) + ": only a linear chain of nodes is emulated (depend on the graph's last node)");
+// The indices in g of the nodes a new node depends on; each must be a node of g.
+std::vector<size_t> node_indices(const CUgraph_st* g, const cudaGraphNode_t* deps, size_t n, const char* who) {
+  if (n > 0 && !deps) fatal(std::string(who) + ": dependencies counted but not given");
+  std::vector<size_t> out;
+  for (size_t i = 0; i < n; ++i) {
+    size_t at = 0;
+    while (at < g->nodes.size() && g->nodes[at].get() != deps[i]) ++at;
+    if (at == g->nodes.size()) fatal(std::string(who) + ": a dependency is not a node of the graph");
+    if (std::find(out.begin(), out.end(), at) == out.end()) out.push_back(at);
+  }
+  return out;
+}
+
+// Whether every node from `first` on is the origin's frontier or an ancestor of it.
+bool joined(const CUgraph_st& g, const std::vector<size_t>& frontier, size_t first) {
+  std::vector<char> seen(g.nodes.size(), 0);
+  std::vector<size_t> todo = frontier;
+  while (!todo.empty()) {
+    const size_t i = todo.back();
+    todo.pop_back();
+    if (seen[i]) continue;
+    seen[i] = 1;
+    for (size_t d : g.nodes[i]->node.deps) todo.push_back(d);
+  }
+  for (size_t i = first; i < g.nodes.size(); ++i)
+    if (!seen[i]) return false;
+  return true;
+}
+
+// A topological order of nodes (by their deps), each step taking one of the ready nodes at random.
+std::vector<size_t> drawn_order(const std::vector<Node>& nodes, std::mt19937_64& rng) {
+  std::vector<size_t> waiting(nodes.size(), 0), ready, order;
+  std::vector<std::vector<size_t>> users(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    waiting[i] = nodes[i].deps.size();
+    for (size_t d : nodes[i].deps) users[d].push_back(i);
+    if (waiting[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    const size_t pick = ready.size() == 1 ? 0 : size_t(rng() % ready.size());
+    const size_t i = ready[pick];
+    ready.erase(ready.begin() + long(pick));
+    order.push_back(i);
+    for (size_t u : users[i])
+      if (--waiting[u] == 0) ready.push_back(u);
+  }
+  if (order.size() != nodes.size()) fatal("a graph's dependencies form a cycle");
+  return order;
 }
 
 std::vector<Node> copy_nodes(const CUgraph_st& g) {
@@ -59,6 +108,7 @@ bool same_topology(const std::vector<Node>& a, const CUgraph_st& g, cudaGraphExe
     if (a[i].kind != now.kind || a[i].cond_type != now.cond_type)
       return *why = cudaGraphExecUpdateErrorNodeTypeChanged, false;
     if (a[i].func != now.func) return *why = cudaGraphExecUpdateErrorFunctionChanged, false;
+    if (a[i].deps != now.deps) return *why = cudaGraphExecUpdateErrorTopologyChanged, false;
     size_t inner = 0;  // a difference inside a body is reported at its conditional node
     if (now.kind == NodeKind::Conditional && !same_topology(*a[i].body, *g.nodes[i]->body, why, &inner)) return false;
   }
@@ -111,8 +161,9 @@ cudaError_t cudaGraphAddNode(cudaGraphNode_t* out, cudaGraph_t g, const cudaGrap
   if (c.size != 1) return set_error(cudaErrorInvalidValue);
   if (conditional(c.handle, "cudaGraphAddNode").graph != g) return set_error(cudaErrorInvalidValue);
   if (edges) fatal("cudaGraphAddNode: edge data is not emulated");
-  require_chain_end(g, deps, num_deps, "cudaGraphAddNode");
+  std::vector<size_t> after = node_indices(g, deps, num_deps, "cudaGraphAddNode");
   auto node = std::make_unique<CUgraphNode_st>(CUgraphNode_st{Node(NodeKind::Conditional), nullptr, {nullptr}});
+  node->node.deps = std::move(after);
   node->node.cond = c.handle;
   node->node.cond_type = c.type;
   node->body = std::make_shared<CUgraph_st>();
@@ -130,7 +181,8 @@ cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g, const c
   if (is_legacy(s)) return set_error(cudaErrorStreamCaptureUnsupported);
   if (st->capturing) return set_error(cudaErrorIllegalState);
   if (edges) fatal("cudaStreamBeginCaptureToGraph: edge data is not emulated");
-  require_chain_end(g, deps, num_deps, "cudaStreamBeginCaptureToGraph");
+  st->frontier = node_indices(g, deps, num_deps, "cudaStreamBeginCaptureToGraph");
+  st->first_node = g->nodes.size();
   st->capturing = true;
   st->invalidated = false;
   st->into_existing = true;
@@ -142,13 +194,16 @@ cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t s, cudaGraph_t g, const c
 
 cudaError_t cudaStreamUpdateCaptureDependencies(cudaStream_t s, cudaGraphNode_t* deps, const cudaGraphEdgeData* edges,
                                                 size_t num_deps, unsigned flags) {
-  const CUstream_st* st = resolve(s);
+  CUstream_st* st = resolve(s);
   if (!st) return set_error(cudaErrorInvalidResourceHandle);
   if (!st->capturing) return set_error(cudaErrorIllegalState);
   if (flags != cudaStreamSetCaptureDependencies && flags != cudaStreamAddCaptureDependencies)
     return set_error(cudaErrorInvalidValue);
   if (edges) fatal("cudaStreamUpdateCaptureDependencies: edge data is not emulated");
-  require_chain_end(st->graph, deps, num_deps, "cudaStreamUpdateCaptureDependencies");
+  const std::vector<size_t> given = node_indices(st->graph, deps, num_deps, "cudaStreamUpdateCaptureDependencies");
+  if (flags == cudaStreamSetCaptureDependencies) st->frontier.clear();
+  for (size_t d : given)
+    if (std::find(st->frontier.begin(), st->frontier.end(), d) == st->frontier.end()) st->frontier.push_back(d);
   return cudaSuccess;
 }
 
@@ -162,6 +217,8 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t s, cudaStreamCaptureMode mode) {
   st->mode = mode;
   st->graph = new CUgraph_st;
   st->capture_id = ++g_capture_ids;
+  st->frontier.clear();
+  st->first_node = 0;
   return cudaSuccess;
 }
 
@@ -169,8 +226,19 @@ cudaError_t cudaStreamEndCapture(cudaStream_t s, cudaGraph_t* graph) {
   CUstream_st* st = resolve(s);
   if (!st || (!graph && !st->into_existing)) return set_error(cudaErrorInvalidValue);
   if (!st->capturing) return set_error(cudaErrorIllegalState);
+  if (st->forked) return set_error(cudaErrorStreamCaptureUnmatched);  // only the origin ends it
+  const bool unjoined = !st->invalidated && !joined(*st->graph, st->frontier, st->first_node);
+  end_forks(st->graph);
   forget_capture(st->graph);
   st->capturing = false;
+  st->frontier.clear();
+  if (unjoined) {  // CUDA ends the capture and returns no graph
+    if (!st->into_existing) delete st->graph;
+    st->into_existing = false;
+    st->graph = nullptr;
+    if (graph) *graph = nullptr;
+    return set_error(cudaErrorStreamCaptureUnjoined);
+  }
   if (st->into_existing) {  // the graph belongs to the caller (or to a conditional node)
     st->into_existing = false;
     if (graph) *graph = st->invalidated ? nullptr : st->graph;
@@ -205,12 +273,13 @@ cudaError_t cudaStreamGetCaptureInfo(cudaStream_t s, cudaStreamCaptureStatus* st
   const bool on = st->capturing;
   if (id) *id = on ? st->capture_id : 0;
   if (graph) *graph = on ? st->graph : nullptr;
-  // A linear chain: the only dependency of the next node is the last one.
-  static thread_local cudaGraphNode_t last;
-  last = on && !st->graph->nodes.empty() ? st->graph->nodes.back().get() : nullptr;
-  if (deps) *deps = last ? &last : nullptr;
+  static thread_local std::vector<cudaGraphNode_t> frontier;
+  frontier.clear();
+  if (on)
+    for (size_t d : st->frontier) frontier.push_back(st->graph->nodes[d].get());
+  if (deps) *deps = frontier.empty() ? nullptr : frontier.data();
   if (edges) *edges = nullptr;
-  if (num_deps) *num_deps = last ? 1 : 0;
+  if (num_deps) *num_deps = frontier.size();
   return cudaSuccess;
 }
 
@@ -282,8 +351,10 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     };
     if (cudaError_t e = submit(std::move(reset), s)) return e;
   }
-  for (const Node& n : exec->nodes) {
-    Node copy = n;
+  static unsigned long long launches = 0;
+  std::mt19937_64 rng(simt::seed() * 0x9E3779B97F4A7C15ull + ++launches);
+  for (size_t i : drawn_order(exec->nodes, rng)) {
+    Node copy = exec->nodes[i];
     if (cudaError_t e = submit(std::move(copy), s)) return e;
   }
   return cudaSuccess;

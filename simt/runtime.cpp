@@ -78,6 +78,20 @@ void forget_capture(const CUgraph_st* g) {
     if (e->captured_in == g) e->captured_in = nullptr;
 }
 
+void end_forks(const CUgraph_st* g) {
+  for (CUstream_st* s : g_streams)
+    if (s->forked && s->graph == g) {
+      s->capturing = s->forked = s->invalidated = false;
+      s->graph = nullptr;
+      s->frontier.clear();
+    }
+  if (g_per_thread_stream.forked && g_per_thread_stream.graph == g) {
+    g_per_thread_stream.capturing = g_per_thread_stream.forked = g_per_thread_stream.invalidated = false;
+    g_per_thread_stream.graph = nullptr;
+    g_per_thread_stream.frontier.clear();
+  }
+}
+
 bool is_legacy(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }
 
 CUstream_st* resolve(cudaStream_t s) {
@@ -117,6 +131,8 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   if (st->capturing) {
     if (st->invalidated) return set_error(cudaErrorStreamCaptureInvalidated);
     if (n.kind == NodeKind::EventRecord) fatal("event records cannot become graph nodes");
+    n.deps = std::move(st->frontier);
+    st->frontier = {st->graph->nodes.size()};
     st->graph->nodes.push_back(std::make_unique<CUgraphNode_st>(CUgraphNode_st{std::move(n), nullptr, {nullptr}}));
     return cudaSuccess;
   }
@@ -201,6 +217,12 @@ const char* cudaGetErrorName(cudaError_t e) {
       return "cudaErrorStreamCaptureInvalidated";
     case cudaErrorStreamCaptureImplicit:
       return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorStreamCaptureMerge:
+      return "cudaErrorStreamCaptureMerge";
+    case cudaErrorStreamCaptureUnmatched:
+      return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureUnjoined:
+      return "cudaErrorStreamCaptureUnjoined";
     case cudaErrorGraphExecUpdateFailure:
       return "cudaErrorGraphExecUpdateFailure";
     case cudaErrorNotSupported:
@@ -235,6 +257,12 @@ const char* cudaGetErrorString(cudaError_t e) {
       return "operation failed due to a previous error during capture";
     case cudaErrorStreamCaptureImplicit:
       return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureMerge:
+      return "operation would have resulted in a merge of two independent capture sequences";
+    case cudaErrorStreamCaptureUnmatched:
+      return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined:
+      return "capturing stream has unjoined work";
     case cudaErrorGraphExecUpdateFailure:
       return "the graph update was not performed because it included changes which violated constraints specific to "
              "instantiated graph update";
@@ -286,11 +314,26 @@ cudaError_t cudaStreamQuery(cudaStream_t s) { return sync_stream(s); }  // runs 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   CUstream_st* st = resolve(s);
   if (!st || !g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
-  if (e->captured_in && e->captured_in != st->graph)
-    fatal(
-        "cudaStreamWaitEvent on an event recorded inside a capture: multi-stream (fork/join) capture is "
-        "not supported by the emulator; capture on one stream");
-  return cudaSuccess;  // the one global FIFO already orders everything submitted before
+  if (!e->captured_in) return cudaSuccess;             // the one global FIFO already orders everything submitted before
+  if (st->capturing && st->graph != e->captured_in) {  // two captures cannot merge
+    invalidate_captures();
+    return set_error(cudaErrorStreamCaptureMerge);
+  }
+  if (!st->capturing) {  // a fork: the stream joins the capture the event was recorded in
+    if (is_legacy(s)) {
+      invalidate_captures();
+      return set_error(cudaErrorStreamCaptureImplicit);
+    }
+    st->capturing = st->forked = true;
+    st->invalidated = st->into_existing = false;
+    st->mode = e->captured_mode;
+    st->graph = e->captured_in;
+    st->capture_id = e->captured_id;
+    st->frontier.clear();
+  }
+  for (size_t d : e->captured_frontier)  // a join, or the fork's first dependencies
+    if (std::find(st->frontier.begin(), st->frontier.end(), d) == st->frontier.end()) st->frontier.push_back(d);
+  return cudaSuccess;
 }
 
 // ---- events ----
@@ -314,9 +357,12 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   CUstream_st* st = resolve(s);
   if (!st || !g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
-  if (st->capturing) {  // inside a capture an event only marks a join point
+  if (st->capturing) {  // inside a capture an event only marks a fork or join point
     if (st->invalidated) return set_error(cudaErrorStreamCaptureInvalidated);
     e->captured_in = st->graph;
+    e->captured_frontier = st->frontier;
+    e->captured_mode = st->mode;
+    e->captured_id = st->capture_id;
     return cudaSuccess;
   }
   e->captured_in = nullptr;

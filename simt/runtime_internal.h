@@ -2,7 +2,8 @@
 // Work is a Node: a kernel launch, a copy, a memset, a host-side op (cuBLAS GEMM) or an event
 // record. Nodes submitted to a stream go to one global FIFO (which respects every stream and
 // event order) and run only at synchronisation points; on a capturing stream they become the
-// nodes of the stream's graph instead (a linear chain).
+// nodes of the stream's graph instead, each depending on what came before it on its stream and
+// on the events that stream waited for (graph.cpp).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -30,6 +31,8 @@ struct Node {
   cudaGraphConditionalHandle cond = 0;
   cudaGraphConditionalNodeType cond_type = cudaGraphCondTypeWhile;
   std::shared_ptr<const std::vector<Node>> body;
+  // In a graph: the indices of the nodes of the same graph this one depends on.
+  std::vector<size_t> deps;
 };
 
 void run_node(const Node& n);  // runtime.cpp
@@ -46,6 +49,7 @@ bool is_legacy(cudaStream_t s);
 void invalidate_captures();  // every capture in progress (not relaxed)
 bool any_capture();
 void forget_capture(const CUgraph_st* g);      // events recorded in it are plain again
+void end_forks(const CUgraph_st* g);           // the streams that joined its capture stop capturing
 cudaError_t submit(Node&& n, cudaStream_t s);  // enqueue, or append to the stream's capture
 bool stream_is_capturing(cudaStream_t s);
 // A call CUDA forbids while any stream captures (global/thread-local modes): returns 900 and
@@ -83,13 +87,23 @@ struct CUstream_st {
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   CUgraph_st* graph = nullptr;
   unsigned long long capture_id = 0;
+  // Joined another stream's capture by waiting for an event recorded in it (a fork): ends with
+  // that capture, and cannot end it.
+  bool forked = false;
+  std::vector<size_t> frontier;  // the nodes the stream's next captured node depends on
+  size_t first_node = 0;         // the graph's size when this (origin) stream began its capture
 };
 
 struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false, done = false;
   std::chrono::steady_clock::time_point when{};
-  CUgraph_st* captured_in = nullptr;  // recorded inside this capture (join points only)
+  CUgraph_st* captured_in = nullptr;  // recorded inside this capture (fork and join points only)
+  // Recorded inside a capture: the recording stream's frontier and capture, which a stream that
+  // waits for the event takes on.
+  std::vector<size_t> captured_frontier;
+  cudaStreamCaptureMode captured_mode = cudaStreamCaptureModeGlobal;
+  unsigned long long captured_id = 0;
 };
 
 struct CUgraphNode_st {
