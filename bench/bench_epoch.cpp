@@ -152,6 +152,11 @@ int main(int argc, char** argv) {
                  "--cluster-rollout); mma: with its product on bf16 tensor cores (--cluster-rollout-mma, needs "
                  "--precision bf16); off: the default")
       ->check(CLI::IsMember({"on", "mma", "off"}));
+  int rollout_streams = 1;
+  app.add_option("--rollout-streams", rollout_streams,
+                 "the rollout's games in this many ranges, each on a stream of its own (grpo train "
+                 "--rollout-streams)")
+      ->check(CLI::Range(1, TrainConfig::kMaxRolloutStreams));
   std::string gemm_tuning;
   app.add_option("--gemm-tuning", gemm_tuning,
                  "the CUDA executors take cuBLASLt's answers from this file (grpo tune-gemm; grpo train "
@@ -173,6 +178,7 @@ int main(int argc, char** argv) {
   c.rollout_cluster = rollout_cluster != "off";
   c.rollout_cluster_mma = rollout_cluster == "mma";
   c.gemm_tuning = gemm_tuning;
+  c.rollout_streams = rollout_streams;
   c.backend = Backend::Host;
   try {
     c.validate();
@@ -195,6 +201,7 @@ int main(int argc, char** argv) {
                 {"rollout_loop", c.rollout_loop},
                 {"rollout_cluster", c.rollout_cluster},
                 {"rollout_cluster_mma", c.rollout_cluster_mma},
+                {"rollout_streams", c.rollout_streams},
                 {"gemm_tuning", c.gemm_tuning}}},
               {"flops_per_epoch", cost.flops},
               {"flops_executed_per_epoch", cost.flops_executed},

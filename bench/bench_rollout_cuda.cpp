@@ -4,7 +4,8 @@
 // the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop
 // (where the product takes the few-row kernel; the reference's is cuBLASLt's),
 // and the cluster kernel (--cluster-rollout), in fp32 and bf16, and in bf16 with its product on
-// tensor cores (--cluster-rollout-mma). CUDA events around whole
+// tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on 2 or 4 streams
+// (--rollout-streams). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
 // bench/README.md (issue 16 item 1). --json writes the rows. On the SIMT build the "device" is
 // the CPU emulator: each mode runs once at a tiny shape as a smoke test, timings are not taken.
@@ -38,6 +39,7 @@ struct Mode {
   bool graph, loop, cluster;
   Precision precision;
   bool mma = false;  // the cluster kernel's product on tensor cores
+  int streams = 1;   // the games' ranges, each on a stream (--rollout-streams)
 };
 
 constexpr Mode kModes[] = {
@@ -45,7 +47,10 @@ constexpr Mode kModes[] = {
     {"graph, steps unrolled", true, false, false, Precision::Fp32},
     {"graph, WHILE loop", true, true, false, Precision::Fp32},
     {"graph, cluster kernel", true, true, true, Precision::Fp32},
+    {"graph, steps unrolled, 2 streams", true, false, false, Precision::Fp32, false, 2},
     {"graph, steps unrolled, bf16", true, false, false, Precision::Bf16},
+    {"graph, steps unrolled, bf16, 2 streams", true, false, false, Precision::Bf16, false, 2},
+    {"graph, steps unrolled, bf16, 4 streams", true, false, false, Precision::Bf16, false, 4},
     {"graph, WHILE loop, bf16", true, true, false, Precision::Bf16},
     {"graph, cluster kernel, bf16", true, true, true, Precision::Bf16},
     {"graph, cluster kernel, bf16 mma", true, true, true, Precision::Bf16, true},
@@ -77,6 +82,7 @@ struct Bench {
     CUDA_CHECK(cudaDeviceSynchronize());
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
+    ops.set_rollout_streams(m.streams);
     b = StepBuffers::over(slabs.get(), arena.get(), c);
     refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());
     r = Ops::Rollout{b.p,           b.acts,
@@ -130,19 +136,19 @@ int main(int argc, char** argv) {
 #endif
     base.validate();
     nlohmann::json rows = nlohmann::json::array();
-    std::printf("%-34s %12s %12s   (%d steps of %d games, hidden %d)\n", "mode", "us/step", "ms/rollout",
+    std::printf("%-40s %12s %12s   (%d steps of %d games, hidden %d)\n", "mode", "us/step", "ms/rollout",
                 base.max_steps, base.games(), base.hidden_size);
     for (const Mode& m : kModes) {
       TrainConfig c = base;
       c.precision = m.precision;
       if (m.loop && !m.cluster && !linear_forward_takes_few_rows(c.games(), c.hidden_size, c.hidden_size, false)) {
-        std::printf("%-34s %12s   (%d games: cuBLASLt's product, whose steps stay unrolled)\n", m.name, "n/a",
+        std::printf("%-40s %12s   (%d games: cuBLASLt's product, whose steps stay unrolled)\n", m.name, "n/a",
                     c.games());
         continue;
       }
       if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16,
                                              m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma)) {
-        std::printf("%-34s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
+        std::printf("%-40s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
                     c.hidden_size);
         continue;
       }
@@ -150,11 +156,11 @@ int main(int argc, char** argv) {
 #if defined(GRPO_SIMT)
       bench.run();
       CUDA_CHECK(cudaStreamSynchronize(bench.stream.get()));
-      std::printf("%-34s %12s   ran once\n", m.name, "-");
+      std::printf("%-40s %12s   ran once\n", m.name, "-");
 #else
       const double ms = bench::event_median_ms(bench.stream.get(), repeats, [&] { bench.run(); });
       const double us_step = ms * 1e3 / c.max_steps;
-      std::printf("%-34s %12.2f %12.3f\n", m.name, us_step, ms);
+      std::printf("%-40s %12.2f %12.3f\n", m.name, us_step, ms);
       rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
 #endif
     }

@@ -83,6 +83,11 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_flag("--rollout-loop,!--no-rollout-loop", f.rollout_loop,
                "cuda: capture the rollout's steps as one WHILE node (where the product takes the few-row "
                "kernel), eight steps a trip, instead of two nodes a step: 45 nodes for 425 at the small preset");
+  app.add_option("--rollout-streams", c.rollout_streams,
+                 "cuda: play the rollout's games in this many ranges, each on a stream of its own, so one "
+                 "range's product runs beside another's step (not with the cluster kernel or the WHILE loop)")
+      ->check(CLI::Range(1, TrainConfig::kMaxRolloutStreams))
+      ->capture_default_str();
   auto* cluster = app.add_flag("--cluster-rollout", c.rollout_cluster,
                                "cuda: run the whole rollout as one kernel of thread-block clusters (sm_90) where "
                                "the small product fits; the same run bit for bit");

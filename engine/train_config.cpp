@@ -46,6 +46,8 @@ void TrainConfig::validate() const {
           "--algo grpo needs --max-steps x --batch-size >= 2 (each group's rewards need a standard deviation)");
   require(!rollout_cluster_mma || precision == Precision::Bf16,
           "--cluster-rollout-mma needs --precision bf16 (the tensor cores multiply bf16 operands)");
+  require(rollout_streams >= 1 && rollout_streams <= kMaxRolloutStreams,
+          "--rollout-streams must be in " + range(1, kMaxRolloutStreams));
   require(patience >= 0, "--patience must be >= 0 (0 disables early stopping)");
   require(checkpoint_every == -1 || checkpoint_every >= 1,
           "--save-checkpoint-per-num-epoch must be -1 (only at the end) or >= 1");

@@ -57,6 +57,14 @@ struct TrainConfig {
   // (predicted ~0.6 us a step) are not measured yet (bench/README.md); --rollout-loop,
   // bench_epoch --rollout-loop on.
   bool rollout_loop = false;
+  // The rollout's games in this many ranges (1 to 4), each range's products and steps on a CUDA
+  // stream of its own, so that one range's product runs beside another's row-local step
+  // (engine/cuda/rollout_streams_cuda.cpp; not where the cluster kernel or the WHILE loop runs
+  // the rollout). 1 by default until a GPU has measured it (bench/README.md). Each range's
+  // product is a smaller shape, which cuBLASLt may answer with another algorithm: a choice of
+  // this machine, like gemm_tuning, not kept in checkpoints; --rollout-streams.
+  int rollout_streams = 1;
+  static constexpr int kMaxRolloutStreams = 4;
   // The whole rollout as one kernel of thread-block clusters where it fits (sm_90, the few-row
   // product's shapes: engine/cuda/rollout_cluster.h), eagerly and in the graph; the same run bit
   // for bit (--cluster-rollout; bench_epoch --cluster-rollout on). Off unless asked for: in fp32

@@ -27,7 +27,6 @@ Blas::Blas(BlasOptions options) : options_(options) {
     if (rank < 0) throw std::invalid_argument("Blas: a tuned rank must be at least 0");
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   try {
-    if (options_.workspace_bytes > 0) workspace_ = cuda::device_array<std::byte>(options_.workspace_bytes);
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
     const uint64_t ws = options_.workspace_bytes;
     CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
@@ -127,6 +126,17 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank) {
   return p;
 }
 
+void* Blas::workspace(cudaStream_t stream) {
+  if (options_.workspace_bytes == 0) return nullptr;
+  auto it = workspaces_.find(stream);
+  if (it != workspaces_.end()) return it->second.get();
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone)
+    throw CudaError("Blas: first product on a stream inside a stream capture; use the stream eagerly first");
+  return workspaces_.emplace(stream, cuda::device_array<std::byte>(options_.workspace_bytes)).first->second.get();
+}
+
 namespace {
 int alignment(const void* p) {
   const uintptr_t bits = reinterpret_cast<uintptr_t>(p);
@@ -139,7 +149,7 @@ void Blas::run(const Shape& s, const void* A, const void* B, float* C, bool accu
   p.last_a = A, p.last_b = B, p.last_c = C, p.last_accumulate = accumulate;
   last_ = &p;
   const float one = 1.f, beta = accumulate ? 1.f : 0.f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace_.get(),
+  CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, A, p.a, B, p.b, &beta, C, p.c, C, p.c, &p.algo, workspace(stream),
                               options_.workspace_bytes, stream));
 }
 
@@ -168,7 +178,7 @@ std::vector<Blas::RankTimes> Blas::time_ranks(int ranks, int repeats, cudaStream
         const float one = 1.f, beta = used.last_accumulate ? 1.f : 0.f;
         const auto call = [&] {
           CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &one, used.last_a, p.a, used.last_b, p.b, &beta, used.last_c,
-                                      p.c, used.last_c, p.c, &p.algo, workspace_.get(), options_.workspace_bytes,
+                                      p.c, used.last_c, p.c, &p.algo, workspace(stream), options_.workspace_bytes,
                                       stream));
         };
         call();  // the first call of an algorithm may load its kernel

@@ -71,10 +71,10 @@ struct BlasOptions {
   std::map<GemmShape, int> ranks;
 };
 
-// One cuBLASLt handle, the workspace it owns, and one fixed algorithm per product shape.
-// Create it before any stream capture: the constructor allocates. cuBLASLt never allocates on
-// its own; every matmul gets this workspace. The algorithm of each (shape, transposes) is chosen
-// once, by cuBLASLt's heuristic (its answer of rank options.heuristic_rank) at the shape's first
+// One cuBLASLt handle, the workspaces it owns (one per stream it has run a product on), and one
+// fixed algorithm per product shape. cuBLASLt never allocates on its own; every matmul gets its
+// stream's workspace, which the stream's first product allocates: that one must be eager. The algorithm of each (shape,
+// transposes) is chosen once, by cuBLASLt's heuristic (its answer of rank options.heuristic_rank) at the shape's first
 // use, which must be eager (a warm-up before any capture; a first use inside a capture throws),
 // and reused by every later call, eager or captured: heuristic answers are not promised to agree
 // from one query to the next, and algorithms sum in different orders, so a graph matches eager
@@ -137,7 +137,10 @@ class Blas {
   BlasOptions options_;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
-  cuda::DeviceArray<std::byte> workspace_;  // allocated before any capture, never by cuBLASLt
+  // A workspace per stream, so that products on two streams may run at once: allocated at a
+  // stream's first product, which must be eager (never by cuBLASLt, never inside a capture).
+  void* workspace(cudaStream_t stream);
+  std::map<cudaStream_t, cuda::DeviceArray<std::byte>> workspaces_;
   std::map<Shape, Plan> plans_;
   const Plan* last_ = nullptr;  // the plan of the last product run (map nodes do not move)
 };

@@ -63,6 +63,7 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   c.use_graph = f.use_graph;
   c.rollout_loop = f.rollout_loop;
   c.gemm_tuning = f.gemm_tuning;  // a choice of this machine, as the backend is
+  c.rollout_streams = f.rollout_streams;
   // The numbers a run computes: a bf16 run resumed without the flag stays bf16, and one whose
   // rollout ran on tensor cores (their sums are not the steps') keeps that way unless a flag
   // chooses one. Tensor cores outside bf16 cannot hold: the steps then.

@@ -57,6 +57,8 @@ class CudaExecutor final : public Executor {
     blas_ = std::make_unique<Blas>(blas);
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_rollout_loop(c.rollout_loop);
+    static_assert(TrainConfig::kMaxRolloutStreams == CudaOps::kMaxRolloutStreams);
+    ops_->set_rollout_streams(c.rollout_streams);
     ops_->set_rollout_cluster(c.cluster_rollout(), c.rollout_cluster_mma);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);

@@ -2,6 +2,8 @@
 // capture to record the epoch's graph; nothing here allocates or synchronises after construction
 // (which makes the rollout loop's two counters and body stream).
 #pragma once
+#include <array>
+
 #include "engine/ops.h"
 #include "env/game_config.h"
 #include "kernels/layernorm.h"
@@ -21,7 +23,10 @@ class CudaOps final : public Ops {
         blas_(blas),
         stream_(stream),
         loop_counters_(cuda::device_array<uint32_t>(2)),
-        body_stream_(cuda::make_stream(cudaStreamNonBlocking)) {}
+        body_stream_(cuda::make_stream(cudaStreamNonBlocking)) {
+    for (auto& s : side_streams_) s = cuda::make_stream(cudaStreamNonBlocking);
+    for (auto& e : side_events_) e = cuda::make_event(cudaEventDisableTiming);
+  }
 
   void games_reset(const GamesView& g, uint64_t seed, const uint32_t* epoch, float* obs) override;
   void games_step(const GamesView& g, const int32_t* actions, uint64_t seed, const uint32_t* epoch, uint32_t t,
@@ -56,7 +61,8 @@ class CudaOps final : public Ops {
   // (engine/cuda/rollout_loop_cuda.cpp): the graph holds 3 nodes and a body of 16 for T - 1
   // steps instead of 2 (T - 1). With set_rollout_cluster(true), where rollout_cluster_fits,
   // eagerly or not: games_reset, the trunk of step 0 and one kernel for all T steps
-  // (engine/cuda/rollout_cluster.cu).
+  // (engine/cuda/rollout_cluster.cu). Otherwise, with set_rollout_streams(k > 1), the games split
+  // into k ranges, each stepped on its own stream (engine/cuda/rollout_streams_cuda.cpp).
   void rollout(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
@@ -89,6 +95,13 @@ class CudaOps final : public Ops {
   // TrainConfig::rollout_loop: on captures the rollout as a WHILE node where it can; off (the
   // default) step by step, as eager mode runs it.
   void set_rollout_loop(bool on) { rollout_loop_ = on; }
+  // TrainConfig::rollout_streams: the rollout's games in k ranges (1 to kMaxRolloutStreams), each
+  // range's products and steps on a stream of its own, forked after step 0's trunk and joined
+  // after the last step, so one range's product runs beside another's row-local step. Where the
+  // product is cuBLASLt's (the reference), each range's product is a smaller shape, which
+  // cuBLASLt may answer with another algorithm: the bits are those of k, not of 1.
+  static constexpr int kMaxRolloutStreams = 4;
+  void set_rollout_streams(int k);
   // TrainConfig::rollout_cluster: the whole rollout as one cluster kernel where it fits;
   // tensor_cores (TrainConfig::rollout_cluster_mma): its product on bf16 tensor cores (bf16 runs
   // only; an fp32 run keeps the fmaf product).
@@ -114,9 +127,15 @@ class CudaOps final : public Ops {
   bool rollout_loop_ = false;
   bool rollout_cluster_ = false;
   bool cluster_mma_ = false;
+  int rollout_streams_ = 1;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters
   cuda::Stream body_stream_;                   // captures the loop's body
   LoopNodes loop_nodes_;
+  // The rollout on rollout_streams_ streams: stream_ plays the first range, side_streams_ the
+  // others; side_events_[0] forks them, side_events_[1 + i] joins side stream i back.
+  void rollout_on_streams(const Rollout& r);
+  std::array<cuda::Stream, kMaxRolloutStreams - 1> side_streams_;
+  std::array<cuda::Event, kMaxRolloutStreams> side_events_;
 };
 
 }  // namespace grpo

@@ -56,7 +56,8 @@ void CudaOps::rollout(const Rollout& r) {
     rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product);
     return;
   }
-  if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2) return Ops::rollout(r);
+  if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2)
+    return rollout_streams_ > 1 ? rollout_on_streams(r) : Ops::rollout(r);
 
   games_reset(r.games, r.seed, r.epoch, r.obs);
   policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);

@@ -29,15 +29,15 @@ struct AfterProduct : StepHooks {
 // t * N.. of s's step-0 pointers (rollout_step.h).
 template <bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 5)
-    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop) {
+    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, int first_game) {
   __shared__ StepScratch<4> sh;
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   if (loop.counters && t >= loop.steps) return;  // past the loop's steps: the condition is already false
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
-  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, blockIdx.x, s.obs_next == nullptr, sh, nullptr,
-                           AfterProduct{});
+  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, unsigned(first_game) + blockIdx.x, s.obs_next == nullptr,
+                           sh, nullptr, AfterProduct{});
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
     if (atomicAdd(&loop.counters[1], 1u) == gridDim.x - 1) {
@@ -64,19 +64,25 @@ void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, 
 }
 
 namespace {
-void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop, cudaStream_t stream) {
+void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop, GameRange games,
+                 cudaStream_t stream) {
   check_rollout_step_args(game, s, "rollout_step_cuda");
-  if (s.N == 0) return;
+  const int count = games.count < 0 ? s.N - games.first : games.count;
+  if (games.first < 0 || count < 0 || games.first > s.N - count)
+    throw std::invalid_argument("rollout_step_cuda: games [" + std::to_string(games.first) + ", " +
+                                std::to_string(games.first) + " + " + std::to_string(games.count) + ") outside the " +
+                                std::to_string(s.N) + " games");
+  if (count == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_step_kernel<true> : rollout_step_kernel<false>;
   if (loop.counters)  // a WHILE node's body: launched the ordinary way
-    launch(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
+    launch(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first);
   else
-    launch_overlapped(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, loop);
+    launch_overlapped(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first);
 }
 }  // namespace
 
-void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream) {
-  launch_step(game, s, RolloutLoop{nullptr, 0, 0}, stream);
+void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games) {
+  launch_step(game, s, RolloutLoop{nullptr, 0, 0}, games, stream);
 }
 
 void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop,
@@ -85,7 +91,7 @@ void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s,
     throw std::invalid_argument("rollout_step_looped_cuda: needs the counters and a next step");
   // Without a kernel in the body nothing would clear the loop's condition: the GPU would spin.
   if (s.N == 0) throw std::invalid_argument("rollout_step_looped_cuda: needs at least one game");
-  launch_step(game, s, loop, stream);
+  launch_step(game, s, loop, GameRange{}, stream);
 }
 
 }  // namespace grpo

@@ -14,9 +14,15 @@
 
 namespace grpo {
 
+// Games [first, first + count) of s's N (count -1: to the last). A rollout split over streams
+// plays each range on its own stream; every game keeps its index, so its draws, rows and state are
+// the ones it has when all N run in one launch.
+struct GameRange {
+  int first = 0, count = -1;
+};
 // Throws std::invalid_argument for a shape the kernel does not take (H outside the LayerNorm's
-// 8..8192, D other than the game's, more than 32 observation floats).
-void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream);
+// 8..8192, D other than the game's, more than 32 observation floats) or a range outside [0, N).
+void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games = {});
 // The checks behind that exception, `op` naming the caller (also rollout_cluster.cu's).
 void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, const char* op);
 

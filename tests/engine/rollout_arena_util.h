@@ -1,5 +1,5 @@
 // Shared by the rollout tests that compare whole arenas (test_rollout_loop_cuda.cpp,
-// test_rollout_cluster_cuda.cpp): one rollout from an arena image and parameter slabs on
+// test_rollout_cluster_cuda.cpp, test_rollout_streams_cuda.cpp): one rollout from an arena image and parameter slabs on
 // CudaOps, eagerly or captured and replayed, and the arena it leaves behind.
 #pragma once
 #include <cmath>
@@ -36,6 +36,7 @@ inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image,
   cuda::Stream stream = cuda::make_stream(cudaStreamNonBlocking);
   CudaOps ops(c.game, c.batch_size, blas, stream.get());
   ops.set_rollout_loop(c.rollout_loop);
+  ops.set_rollout_streams(c.rollout_streams);
   ops.set_rollout_cluster(c.cluster_rollout(), c.rollout_cluster_mma);
   const auto roll = [&](const Ops::Rollout& r) { run ? run(ops, r, stream.get()) : ops.rollout(r); };
   const StepBuffers b = StepBuffers::over(dev_slabs.get(), arena.get(), c);

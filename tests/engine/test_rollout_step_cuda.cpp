@@ -284,6 +284,10 @@ TEST(RolloutStepCuda, RefusesShapesItDoesNotTake) {
   }
   s.p.fc_in_w_t = w_t;
   EXPECT_NO_THROW(rollout_step_cuda(c.game, s, nullptr));
+  // A range of games must lie inside the step's N (here 0): the empty range at 0 runs nothing.
+  EXPECT_NO_THROW(rollout_step_cuda(c.game, s, nullptr, GameRange{0, 0}));
+  for (const GameRange bad : {GameRange{0, 1}, GameRange{1, -1}, GameRange{-1, 1}})
+    EXPECT_THROW(rollout_step_cuda(c.game, s, nullptr, bad), std::invalid_argument) << bad.first << " " << bad.count;
 }
 
 }  // namespace

@@ -137,6 +137,30 @@ TEST(TrainCuda, ClusterRolloutRunsAreTheStepwiseRunsBitForBit) {
   }
 }
 
+// --rollout-streams (engine/cuda/rollout_streams_cuda.cpp): with the few-row product (hidden 32),
+// whole epochs on two and three streams are the one-stream run's bit for bit, graph and eager,
+// and the graph holds a product and a step more a step for each stream past the first. With
+// cuBLASLt's products (hidden 20, under grpo) a split run's graph equals its eager run.
+TEST(TrainCuda, RolloutStreamsRunsAreTheOneStreamRunsBitForBit) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 32;
+  c.batch_size = 3;
+  const Executor::GraphSize one = expect_graph_equals_eager(c);
+  auto single = make_cuda_executor(c);
+  const RunState s = run_epochs(c, *single, 3);
+  for (const int k : {2, 3}) {
+    c.rollout_streams = k;
+    const Executor::GraphSize split = expect_graph_equals_eager(c);
+    EXPECT_EQ(split.nodes, one.nodes + size_t(k - 1) * 2 * size_t(c.max_steps)) << k << " streams";
+    auto streams = make_cuda_executor(c);
+    EXPECT_TRUE(bitwise_equal(run_epochs(c, *streams, 3), s)) << k << " streams";
+  }
+  TrainConfig g = tiny_grpo_config();
+  g.rollout_streams = 2;
+  expect_graph_equals_eager(g);
+}
+
 TEST(TrainCuda, ClusterRolloutMatchesHostExecutorOverThreeEpochs) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();

@@ -42,8 +42,8 @@ cudaStreamCaptureStatus capture_status(cudaStream_t s) {
 TEST(SimtGraphFork, BranchesRunAfterTheForkAndBeforeTheJoin) {
   const int n = 45;
   const auto x = grpo::test::random_floats(n, 41);
-  DeviceBuffer<float> d_x(x), d_a(grpo::test::poisoned(n)), d_b(grpo::test::poisoned(n)),
-      d_c(grpo::test::poisoned(n)), d_d(grpo::test::poisoned(n));
+  DeviceBuffer<float> d_x(x), d_a(grpo::test::poisoned(n)), d_b(grpo::test::poisoned(n)), d_c(grpo::test::poisoned(n)),
+      d_d(grpo::test::poisoned(n));
   Streams k;
   ASSERT_EQ(cudaStreamBeginCapture(k.s0, cudaStreamCaptureModeGlobal), cudaSuccess);
   ASSERT_EQ(simt_test::axpb(d_x.get(), d_a.get(), n, 2.f, 1.f, k.s0), cudaSuccess);  // a = 2x + 1

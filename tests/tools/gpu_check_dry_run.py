@@ -60,7 +60,8 @@ wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, b
           "torch baseline small eager", "torch baseline reference compile", "engine ahead of PyTorch",
           "issue 16 goals (small >= 1000, reference bf16 >= 250 epochs/s)",
           "cuBLASLt heuristic answers (bench_gemm_algos_cuda)", "grpo tune-gemm (reference, bf16)",
-          "bench_epoch reference graph BF16 tuned"]
+          "bench_epoch reference graph BF16 tuned", "bench_epoch reference graph BF16 2 streams",
+          "bench_epoch small graph 2 streams"]
 for w in wanted:
     expect(w in checks, "check %r missing" % w)
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.
@@ -69,7 +70,7 @@ for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racechec
              "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*",
              "--kernel-name kns=rollout_cluster_kernel", "--batch-size 16",
              "bench_gemm_algos_cuda --ranks 8", "tune-gemm --preset reference --precision bf16",
-             "--ranks 32"):
+             "--ranks 32", "--rollout-streams 2"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)
 expect(md.startswith("# GPU check: none"), "report title")
 expect("| check | result | figure | s |" in md.split("## Device")[0], "summary table before the details")
