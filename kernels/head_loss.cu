@@ -1,4 +1,5 @@
 // The loss pass's policy head in one pass over the rows (contract in head_loss.h).
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -273,14 +274,21 @@ __global__ void __launch_bounds__(kThreads, 2)
 
 // The fused kernel's dynamic shared memory: each thread's h2 and gk of two rounds. With the static
 // part it passes the 48 KB a block gets without asking (two blocks still fit an SM), so the
-// kernel asks for it; not a stream operation: allowed while a stream captures.
+// kernel asks for it, once per device (the size is the instantiation's; not a stream operation:
+// allowed while a stream captures).
 template <unsigned CG, unsigned R>
 void launch_fused(const HeadLossArgs& a, bool vec, unsigned team, unsigned chunks, unsigned rows, float* col_partials,
                   float* row_partials, cudaStream_t stream) {
   constexpr size_t kKeptBytes = 2 * 2 * size_t(R) * CG * kThreads * sizeof(float4);
   const auto kernel = head_loss_fused_kernel<CG, R>;
-  CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  int(kKeptBytes)));
+  static std::set<int> asked;  // the devices where this instantiation has its limit
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (!asked.count(dev)) {
+    CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    int(kKeptBytes)));
+    asked.insert(dev);
+  }
   launch(kernel, chunks, kThreads, kKeptBytes, stream, a, vec, team, rows, col_partials, row_partials);
 }
 

@@ -46,8 +46,8 @@ void CudaOps::rollout_on_streams(const Rollout& r) {
         const size_t row = size_t(first) * size_t(r.H);
         cudaStream_t st = stream_of(c);
         if (r.p.fc1_w_bf16)
-          linear_forward_bf16_cuda(blas_, s.now.h1_bf16 + row, r.p.fc1_w_bf16, nullptr, s.now.a1 + row, count, r.H,
-                                   r.H, st);
+          linear_forward_bf16_cuda(blas_, s.now.h1_bf16 + row, r.p.fc1_w_bf16, nullptr, s.now.a1 + row, count, r.H, r.H,
+                                   st);
         else
           linear_forward_cuda(blas_, s.now.h1 + row, r.p.fc1_w, nullptr, s.now.a1 + row, count, r.H, r.H, st);
         rollout_step_cuda(game_, s, st, GameRange{first, count});

@@ -55,5 +55,50 @@ TEST(BlasGraphCuda, CapturedProductsEqualEagerBitForBit) {
   CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
+// A product on a second stream, forked inside the capture, needs that stream's own workspace
+// (two products may run at once): the stream's first product must be eager, as a shape's must.
+TEST(BlasGraphCuda, AStreamsFirstProductInsideACaptureThrows) {
+  GRPO_REQUIRE_DEVICE();
+  const int M = 9, N = 8, K = 12;
+  Blas blas;
+  cudaStream_t s0, s1;
+  cudaEvent_t fork, join;
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  DeviceBuffer<float> dX(random_floats(size_t(M) * K, 311)), dW(random_floats(size_t(N) * K, 312)),
+      eY(poisoned(size_t(M) * N)), gY(poisoned(size_t(M) * N));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, eY.get(), M, N, K, s0);  // the shape, on s0 only
+  CUDA_CHECK(cudaStreamSynchronize(s0));
+  const auto capture_on_s1 = [&] {
+    cudaGraph_t g = nullptr;
+    CUDA_CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeGlobal));
+    CUDA_CHECK(cudaEventRecord(fork, s0));
+    CUDA_CHECK(cudaStreamWaitEvent(s1, fork, 0));
+    bool threw = false;
+    try {
+      linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, gY.get(), M, N, K, s1);
+    } catch (const CudaError&) {
+      threw = true;
+    }
+    CUDA_CHECK(cudaEventRecord(join, s1));
+    CUDA_CHECK(cudaStreamWaitEvent(s0, join, 0));
+    CUDA_CHECK(cudaStreamEndCapture(s0, &g));
+    CUDA_CHECK(cudaGraphDestroy(g));
+    return threw;
+  };
+  EXPECT_TRUE(capture_on_s1()) << "s1's first product, inside the capture";
+  linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, gY.get(), M, N, K, s1);  // eagerly: s1 gets its own
+  CUDA_CHECK(cudaStreamSynchronize(s1));
+  EXPECT_FALSE(capture_on_s1()) << "after an eager product on s1";
+  EXPECT_EQ(gY.download(), eY.download());
+  CUDA_CHECK(cudaEventDestroy(join));
+  CUDA_CHECK(cudaEventDestroy(fork));
+  CUDA_CHECK(cudaStreamDestroy(s1));
+  CUDA_CHECK(cudaStreamDestroy(s0));
+}
+
 }  // namespace
 }  // namespace grpo
