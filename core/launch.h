@@ -83,8 +83,10 @@ inline bool waits_for_previous(const void* kernel) {
   return known[key] = f.ptxVersion >= 90 && f.binaryVersion >= 90;
 }
 
-// Whether the next operation captured on `stream` would follow kernels only: a programmatic edge
-// may leave a kernel node only. True when the stream is not capturing.
+// Whether the next operation captured on `stream` would follow one kernel node that nothing else
+// follows yet: a programmatic edge may leave a kernel node only, and the edges are kept one to one,
+// a chain (the shape measured on a GPU), also where streams fork from a kernel (the first stream
+// captured after it gets the edge) or join into one node. True when the stream is not capturing.
 inline bool follows_kernels(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   const cudaGraphNode_t* deps = nullptr;
@@ -92,12 +94,12 @@ inline bool follows_kernels(cudaStream_t stream) {
   size_t n = 0;
   CUDA_CHECK(cudaStreamGetCaptureInfo(stream, &status, nullptr, nullptr, &deps, &edges, &n));
   if (status != cudaStreamCaptureStatusActive) return true;
-  for (size_t i = 0; i < n; ++i) {
-    cudaGraphNodeType type{};
-    CUDA_CHECK(cudaGraphNodeGetType(deps[i], &type));
-    if (type != cudaGraphNodeTypeKernel) return false;
-  }
-  return n > 0;
+  if (n != 1) return false;
+  cudaGraphNodeType type{};
+  CUDA_CHECK(cudaGraphNodeGetType(deps[0], &type));
+  size_t dependents = 0;
+  CUDA_CHECK(cudaGraphNodeGetDependentNodes(deps[0], nullptr, nullptr, &dependents));
+  return type == cudaGraphNodeTypeKernel && dependents == 0;
 }
 }  // namespace launch_detail
 #endif
@@ -108,7 +110,8 @@ inline bool follows_kernels(cudaStream_t stream) {
 // touches what that kernel writes or reads; until then its blocks may run their own setup while
 // the previous kernel finishes, and the launch's latency hides behind it. An ordinary launch
 // where that cannot hold or be expressed: a kernel compiled for an older GPU (its wait is
-// empty), or a capture whose last node is not a kernel. The emulator runs it in turn like any
+// empty), or in a capture anything but one kernel node that nothing else follows yet
+// (launch_detail::follows_kernels). The emulator runs it in turn like any
 // launch and checks its accesses before the wait (simt::launch_overlapped).
 template <class... P, class... A>
 inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,

@@ -61,8 +61,9 @@ struct TrainConfig {
   // stream of its own, so that one range's product runs beside another's row-local step
   // (engine/cuda/rollout_streams_cuda.cpp; not where the cluster kernel or the WHILE loop runs
   // the rollout). 1 by default until a GPU has measured it (bench/README.md). Each range's
-  // product is a smaller shape, which cuBLASLt may answer with another algorithm: a choice of
-  // this machine, like gemm_tuning, not kept in checkpoints; --rollout-streams.
+  // product is a smaller shape, which cuBLASLt may answer with another algorithm, or, at 256 rows
+  // or fewer (the reference's 544 games in 3 or 4 ranges), the few-row kernel: a choice of this
+  // machine, like gemm_tuning, not kept in checkpoints; --rollout-streams.
   int rollout_streams = 1;
   static constexpr int kMaxRolloutStreams = 4;
   // The whole rollout as one kernel of thread-block clusters where it fits (sm_90, the few-row

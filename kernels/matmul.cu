@@ -128,13 +128,15 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank) {
 
 void* Blas::workspace(cudaStream_t stream) {
   if (options_.workspace_bytes == 0) return nullptr;
-  auto it = workspaces_.find(stream);
+  unsigned long long id = 0;
+  CUDA_CHECK(cudaStreamGetId(stream, &id));
+  auto it = workspaces_.find(id);
   if (it != workspaces_.end()) return it->second.get();
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
   if (capturing != cudaStreamCaptureStatusNone)
     throw CudaError("Blas: first product on a stream inside a stream capture; use the stream eagerly first");
-  return workspaces_.emplace(stream, cuda::device_array<std::byte>(options_.workspace_bytes)).first->second.get();
+  return workspaces_.emplace(id, cuda::device_array<std::byte>(options_.workspace_bytes)).first->second.get();
 }
 
 namespace {

@@ -138,9 +138,11 @@ class Blas {
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
   // A workspace per stream, so that products on two streams may run at once: allocated at a
-  // stream's first product, which must be eager (never by cuBLASLt, never inside a capture).
+  // stream's first product, which must be eager (never by cuBLASLt, never inside a capture), and
+  // kept by the stream's id (cudaStreamGetId), which a later stream does not reuse as it may its
+  // handle.
   void* workspace(cudaStream_t stream);
-  std::map<cudaStream_t, cuda::DeviceArray<std::byte>> workspaces_;
+  std::map<unsigned long long, cuda::DeviceArray<std::byte>> workspaces_;
   std::map<Shape, Plan> plans_;
   const Plan* last_ = nullptr;  // the plan of the last product run (map nodes do not move)
 };

@@ -5,8 +5,9 @@
 // every node is an ancestor of the origin stream's frontier (joined back), as CUDA requires. A
 // kernel node owns the by-value copy of its arguments taken at launch, memcpy nodes keep pointers
 // and copy at replay. Instantiation copies the nodes; a launch queues those copies in a
-// topological order drawn from the schedule seed (SIMT_SEED), so that a dependency missing
-// between two streams' work shows up as work run in the wrong order under some seed.
+// topological order drawn from the schedule seed (SIMT_SEED) and the executable graph's launch
+// count, so that a dependency missing between two streams' work shows up as work run in the
+// wrong order under some launches.
 // Conditional nodes (WHILE, and IF with one body) join the graph through cudaGraphAddNode; their
 // body is captured with cudaStreamBeginCaptureToGraph. When the node's turn comes it reads its
 // handle, which kernels set with cudaGraphSetConditional, and runs the body's nodes in the order
@@ -351,8 +352,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     };
     if (cudaError_t e = submit(std::move(reset), s)) return e;
   }
-  static unsigned long long launches = 0;
-  std::mt19937_64 rng(simt::seed() * 0x9E3779B97F4A7C15ull + ++launches);
+  std::mt19937_64 rng(simt::seed() * 0x9E3779B97F4A7C15ull + ++exec->launches);
   for (size_t i : drawn_order(exec->nodes, rng)) {
     Node copy = exec->nodes[i];
     if (cudaError_t e = submit(std::move(copy), s)) return e;

@@ -274,8 +274,10 @@ const char* cudaGetErrorString(cudaError_t e) {
 // ---- streams ----
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
   if (!s) return set_error(cudaErrorInvalidValue);
+  static unsigned long long ids = 2;  // 1 and 2: the legacy and per-thread streams
   *s = new CUstream_st;
   (*s)->flags = flags;
+  (*s)->id = ++ids;
   g_streams.insert(*s);
   return cudaSuccess;
 }
@@ -286,6 +288,13 @@ cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, in
 cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   if (least) *least = 0;
   if (greatest) *greatest = -5;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
+  const CUstream_st* st = resolve(s);
+  if (!st || !id) return set_error(!st ? cudaErrorInvalidResourceHandle : cudaErrorInvalidValue);
+  *id = is_legacy(s) ? 1 : s == cudaStreamPerThread ? 2 : st->id;
   return cudaSuccess;
 }
 

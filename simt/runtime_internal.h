@@ -82,6 +82,7 @@ MemKind classify(const void* p, size_t n, bool* ok);
 
 struct CUstream_st {
   unsigned flags = 0;
+  unsigned long long id = 0;  // cudaStreamGetId: never reused within the process
   bool capturing = false, invalidated = false;
   bool into_existing = false;  // cudaStreamBeginCaptureToGraph: the graph is not the capture's own
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
@@ -120,4 +121,7 @@ struct CUgraphExec_st {
   std::vector<simt::detail::Node> nodes;  // copies: updating the graph later changes nothing
   // The graph's conditional handles created with cudaGraphCondAssignDefault: reset per launch.
   std::vector<cudaGraphConditionalHandle> defaults;
+  // Launches so far: with the schedule seed, what draws each launch's order of the nodes, so that
+  // a graph's n-th launch runs them in the same order whatever else the process ran.
+  unsigned long long launches = 0;
 };

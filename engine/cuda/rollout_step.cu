@@ -70,7 +70,7 @@ void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const Rollou
   const int count = games.count < 0 ? s.N - games.first : games.count;
   if (games.first < 0 || count < 0 || games.first > s.N - count)
     throw std::invalid_argument("rollout_step_cuda: games [" + std::to_string(games.first) + ", " +
-                                std::to_string(games.first) + " + " + std::to_string(games.count) + ") outside the " +
+                                std::to_string(games.first) + " + " + std::to_string(count) + ") outside the " +
                                 std::to_string(s.N) + " games");
   if (count == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_step_kernel<true> : rollout_step_kernel<false>;

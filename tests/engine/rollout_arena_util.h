@@ -26,9 +26,11 @@ struct Outcome {
 
 // Runs one rollout from the arena image `image` and the parameter slabs `slabs`: eagerly, or
 // (after an eager warm-up that meets every cuBLAS shape) captured and replayed `replays` times,
-// the arena re-uploaded from the image before each replay. keep_h0: Ops::Rollout's.
+// the arena re-uploaded from the image before each replay. keep_h0: Ops::Rollout's. each_replay,
+// if given, receives the arena after every replay (the emulator draws each replay's node order).
 inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image, const std::vector<float>& slabs,
-                           bool captured, int replays = 1, const RolloutRun& run = nullptr, bool keep_h0 = true) {
+                           bool captured, int replays = 1, const RolloutRun& run = nullptr, bool keep_h0 = true,
+                           std::vector<std::vector<char>>* each_replay = nullptr) {
   DeviceBuffer<float> dev_slabs(slabs);
   DeviceBuffer<char> arena(image);
   CUDA_CHECK(cudaDeviceSynchronize());  // the uploads ride the legacy stream
@@ -63,6 +65,11 @@ inline Outcome run_rollout(const TrainConfig& c, const std::vector<char>& image,
       CUDA_CHECK(cudaDeviceSynchronize());
       refresh_weight_copies(ops, b.p, H, c.obs_dim());
       CUDA_CHECK(cudaGraphLaunch(exec.get(), stream.get()));
+      if (each_replay) {
+        CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        each_replay->emplace_back(image.size());
+        CUDA_CHECK(cudaMemcpy(each_replay->back().data(), arena.get(), image.size(), cudaMemcpyDeviceToHost));
+      }
     }
   }
   CUDA_CHECK(cudaStreamSynchronize(stream.get()));

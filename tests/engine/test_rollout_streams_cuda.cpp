@@ -6,9 +6,11 @@
 // difference). Where the product is cuBLASLt's, a range's product is another shape, which may
 // sum in another order: there the replay must equal the eager run of the same split. Fresh
 // parameters each run; the seed is printed on failure.
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "core/errors.h"
@@ -48,8 +50,11 @@ void expect_streams_equal_one(TrainConfig base) {
     SCOPED_TRACE(::testing::Message() << k << " streams");
     const Outcome eager = run_rollout(c, s.image, s.slabs, false);
     EXPECT_EQ(first_difference(one.arena, eager.arena), one.arena.size()) << "eager";
-    const Outcome graph = run_rollout(c, s.image, s.slabs, true, 3);
-    EXPECT_EQ(first_difference(one.arena, graph.arena), one.arena.size()) << "replayed";
+    std::vector<std::vector<char>> replays;
+    const Outcome graph = run_rollout(c, s.image, s.slabs, true, 3, nullptr, true, &replays);
+    ASSERT_EQ(replays.size(), 3u);
+    for (size_t i = 0; i < replays.size(); ++i)
+      EXPECT_EQ(first_difference(one.arena, replays[i]), one.arena.size()) << "replay " << i;
     // Each step is a product and a fused step per range; the fork and join are edges.
     EXPECT_EQ(graph.top_nodes, one_graph.top_nodes + size_t(k - 1) * 2 * size_t(c.max_steps));
   }
@@ -74,24 +79,33 @@ TEST(RolloutStreamsCuda, EqualOneStreamInBf16) {
   expect_streams_equal_one(c);
 }
 
-// cuBLASLt's product (hidden 20 is under the few-row kernel's 32 columns): the split's replay
-// equals its eager run, and more streams than games leave one game a stream.
+// cuBLASLt's product (hidden 20 is under the few-row kernel's 32 columns): the split's replays
+// equal its eager run; with 4 streams for 3 games (batch 1), one game a stream on 3 of them.
 TEST(RolloutStreamsCuda, ReplayEqualsEagerWithCublasLtProducts) {
   GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();  // hidden 20, 6 games
+  TrainConfig c = tiny_config();  // hidden 20, 3 groups
   c.max_steps = 4;
-  for (int k : {2, 4}) {
+  for (const auto& [k, batch] : {std::pair{2, 2}, std::pair{4, 1}}) {
     c.rollout_streams = k;
+    c.batch_size = batch;
     const Split s = split_case(c);
-    SCOPED_TRACE(::testing::Message() << "seed " << s.c.seed << ", " << k << " streams");
+    SCOPED_TRACE(::testing::Message() << "seed " << s.c.seed << ", " << k << " streams, " << c.games() << " games");
     const Outcome eager = run_rollout(s.c, s.image, s.slabs, false);
     expect_actions_written(s.c, eager.arena);
-    const Outcome graph = run_rollout(s.c, s.image, s.slabs, true, 2);
-    EXPECT_EQ(first_difference(eager.arena, graph.arena), eager.arena.size());
+    std::vector<std::vector<char>> replays;
+    const Outcome graph = run_rollout(s.c, s.image, s.slabs, true, 2, nullptr, true, &replays);
+    for (size_t i = 0; i < replays.size(); ++i)
+      EXPECT_EQ(first_difference(eager.arena, replays[i]), eager.arena.size()) << "replay " << i;
+    const size_t streams = size_t(std::min(k, c.games()));
+    TrainConfig one = s.c;
+    one.rollout_streams = 1;
+    EXPECT_EQ(graph.top_nodes,
+              run_rollout(one, s.image, s.slabs, true).top_nodes + (streams - 1) * 2 * size_t(c.max_steps))
+        << "a product and a step a step for each stream that has games";
   }
 }
 
-TEST(RolloutStreamsCuda, ARangeOutsideTheGamesIsRefused) {
+TEST(RolloutStreamsCuda, StreamCountsOutsideOneToFourAreRefused) {
   GRPO_REQUIRE_DEVICE();
   TrainConfig c = tiny_config();
   Blas blas(BlasOptions{c.precision});

@@ -72,6 +72,7 @@ TEST(BlasGraphCuda, AStreamsFirstProductInsideACaptureThrows) {
   CUDA_CHECK(cudaDeviceSynchronize());
   linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, eY.get(), M, N, K, s0);  // the shape, on s0 only
   CUDA_CHECK(cudaStreamSynchronize(s0));
+  cudaGraphExec_t exec = nullptr;
   const auto capture_on_s1 = [&] {
     cudaGraph_t g = nullptr;
     CUDA_CHECK(cudaStreamBeginCapture(s0, cudaStreamCaptureModeGlobal));
@@ -86,6 +87,7 @@ TEST(BlasGraphCuda, AStreamsFirstProductInsideACaptureThrows) {
     CUDA_CHECK(cudaEventRecord(join, s1));
     CUDA_CHECK(cudaStreamWaitEvent(s0, join, 0));
     CUDA_CHECK(cudaStreamEndCapture(s0, &g));
+    if (!threw) CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
     CUDA_CHECK(cudaGraphDestroy(g));
     return threw;
   };
@@ -93,7 +95,13 @@ TEST(BlasGraphCuda, AStreamsFirstProductInsideACaptureThrows) {
   linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, gY.get(), M, N, K, s1);  // eagerly: s1 gets its own
   CUDA_CHECK(cudaStreamSynchronize(s1));
   EXPECT_FALSE(capture_on_s1()) << "after an eager product on s1";
+  ASSERT_NE(exec, nullptr);
+  gY.upload(poisoned(size_t(M) * N));
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaGraphLaunch(exec, s0));  // the product on s1, forked from s0 and joined back
+  CUDA_CHECK(cudaStreamSynchronize(s0));
   EXPECT_EQ(gY.download(), eY.download());
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
   CUDA_CHECK(cudaEventDestroy(join));
   CUDA_CHECK(cudaEventDestroy(fork));
   CUDA_CHECK(cudaStreamDestroy(s1));

@@ -164,4 +164,20 @@ TEST(SimtGraphFork, ADependencyLeftOutShowsUnderSomeLaunches) {
   }
 }
 
+// Blas keeps a workspace per stream by cudaStreamGetId, which no later stream reuses.
+TEST(SimtGraphFork, StreamIdsAreNotReused) {
+  std::set<unsigned long long> seen;
+  for (int i = 0; i < 3; ++i) {
+    Streams k;
+    for (cudaStream_t s : {k.s0, k.s1}) {
+      unsigned long long id = 0;
+      ASSERT_EQ(cudaStreamGetId(s, &id), cudaSuccess);
+      EXPECT_TRUE(seen.insert(id).second) << id;
+    }
+  }
+  unsigned long long legacy = 0;
+  ASSERT_EQ(cudaStreamGetId(0, &legacy), cudaSuccess);
+  EXPECT_TRUE(seen.insert(legacy).second);
+}
+
 }  // namespace
