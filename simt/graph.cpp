@@ -69,7 +69,9 @@ bool joined(const CUgraph_st& g, const std::vector<size_t>& frontier, size_t fir
   return true;
 }
 
-// A topological order of nodes (by their deps), each step taking one of the ready nodes at random.
+// A topological order of nodes (by their deps), each step taking one of the ready nodes at random,
+// except that a kernel captured overlapped runs right after the kernel it overlaps (its one
+// dependency), as the sanitizer pairs an overlapped kernel with the node run just before it.
 std::vector<size_t> drawn_order(const std::vector<Node>& nodes, std::mt19937_64& rng) {
   std::vector<size_t> waiting(nodes.size(), 0), ready, order;
   std::vector<std::vector<size_t>> users(nodes.size());
@@ -78,8 +80,15 @@ std::vector<size_t> drawn_order(const std::vector<Node>& nodes, std::mt19937_64&
     for (size_t d : nodes[i].deps) users[d].push_back(i);
     if (waiting[i] == 0) ready.push_back(i);
   }
+  const auto overlaps_last = [&](size_t u) {
+    return !order.empty() && nodes[u].kind == NodeKind::Kernel && nodes[u].kernel.overlapped &&
+           nodes[u].deps.size() == 1 && nodes[u].deps[0] == order.back();
+  };
   while (!ready.empty()) {
-    const size_t pick = ready.size() == 1 ? 0 : size_t(rng() % ready.size());
+    const auto next = std::find_if(ready.begin(), ready.end(), overlaps_last);
+    const size_t pick = next != ready.end() ? size_t(next - ready.begin())
+                        : ready.size() == 1 ? 0
+                                            : size_t(rng() % ready.size());
     const size_t i = ready[pick];
     ready.erase(ready.begin() + long(pick));
     order.push_back(i);

@@ -131,6 +131,16 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   if (st->capturing) {
     if (st->invalidated) return set_error(cudaErrorStreamCaptureInvalidated);
     if (n.kind == NodeKind::EventRecord) fatal("event records cannot become graph nodes");
+    // A GPU's graph keeps programmatic edges one to one (core/launch.h, follows_kernels): an
+    // overlapped launch that does not follow exactly one kernel node nothing else follows yet is
+    // captured as an ordinary one, as launch_overlapped does on a GPU.
+    if (n.kind == NodeKind::Kernel && n.kernel.overlapped) {
+      const auto& nodes = st->graph->nodes;
+      bool one_to_one = st->frontier.size() == 1 && nodes[st->frontier[0]]->node.kind == NodeKind::Kernel;
+      for (size_t i = 0; one_to_one && i < nodes.size(); ++i)
+        for (size_t d : nodes[i]->node.deps) one_to_one &= d != st->frontier[0];
+      n.kernel.overlapped = one_to_one;
+    }
     n.deps = std::move(st->frontier);
     st->frontier = {st->graph->nodes.size()};
     st->graph->nodes.push_back(std::make_unique<CUgraphNode_st>(CUgraphNode_st{std::move(n), nullptr, {nullptr}}));
