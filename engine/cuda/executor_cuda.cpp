@@ -7,6 +7,7 @@
 // All device work, state transfers included, goes to the executor's own stream. It is
 // non-blocking, so it is not ordered after the legacy default stream: a synchronous cudaMemcpy
 // from pageable memory may return before its data lands, and a cudaMemset is asynchronous.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <stdexcept>
@@ -77,7 +78,22 @@ class CudaExecutor final : public Executor {
     if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) name = p.name;
     return "cuda on " + name + (cfg_.use_graph ? " (one CUDA graph per epoch" : " (eager, --no-graph") +
            (cfg_.precision == Precision::Fp32 ? "" : std::string(", ") + precision_name(cfg_.precision)) +
-           cluster_note() + ")";
+           cluster_note() + streams_note() + ")";
+  }
+
+  // --rollout-streams as the run takes it: the games' ranges, or what runs the rollout instead.
+  std::string streams_note() const {
+    if (cfg_.rollout_streams <= 1) return "";
+    const bool few_rows = linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size,
+                                                        cfg_.precision == Precision::Tf32);
+    const bool cluster =
+        cfg_.cluster_rollout() && cfg_.precision != Precision::Tf32 && few_rows &&
+        rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), cfg_.precision == Precision::Bf16,
+                             cfg_.rollout_cluster_mma ? ClusterProduct::TensorCores : ClusterProduct::Fma);
+    if (cluster) return ", --rollout-streams not taken: the cluster kernel runs the whole rollout";
+    if (cfg_.rollout_loop && cfg_.use_graph && few_rows && cfg_.max_steps >= 2)
+      return ", --rollout-streams not taken in the graph: the WHILE loop runs the rollout";
+    return ", the rollout's games on " + std::to_string(std::min(cfg_.rollout_streams, cfg_.games())) + " streams";
   }
 
   // The cluster rollout (--cluster-rollout, --cluster-rollout-mma, or bf16's default) as the run

@@ -146,6 +146,15 @@ TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
   EXPECT_NE(tf32.find("the cluster rollout not taken: TF32"), std::string::npos) << tf32;
   const std::string mma = info("--hidden-size 32 --precision bf16 --cluster-rollout-mma");
   EXPECT_NE(mma.find(", bf16, cluster rollout on tensor cores)"), std::string::npos) << mma;
+  // --rollout-streams beside it: not where the cluster kernel runs the rollout, else the ranges.
+  const std::string both = info("--hidden-size 32 --rollout-streams 2");
+  EXPECT_NE(both.find(", --rollout-streams not taken: the cluster kernel runs the whole rollout)"), std::string::npos)
+      << both;
+  const std::string streams = info("--hidden-size 20 --rollout-streams 3");
+  EXPECT_NE(streams.find("not taken: 17 games at hidden 20 (it takes 1-256 games, hidden from 32), the rollout's games "
+                         "on 3 streams)"),
+            std::string::npos)
+      << streams;
 }
 
 // Under --precision bf16 a fresh `grpo train` takes the cluster kernel on tensor cores unless told
