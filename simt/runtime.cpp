@@ -79,17 +79,14 @@ void forget_capture(const CUgraph_st* g) {
 }
 
 void end_forks(const CUgraph_st* g) {
-  for (CUstream_st* s : g_streams)
-    if (s->forked && s->graph == g) {
-      s->capturing = s->forked = s->invalidated = false;
-      s->graph = nullptr;
-      s->frontier.clear();
-    }
-  if (g_per_thread_stream.forked && g_per_thread_stream.graph == g) {
-    g_per_thread_stream.capturing = g_per_thread_stream.forked = g_per_thread_stream.invalidated = false;
-    g_per_thread_stream.graph = nullptr;
-    g_per_thread_stream.frontier.clear();
-  }
+  const auto end = [g](CUstream_st* s) {
+    if (!s->forked || s->graph != g) return;
+    s->capturing = s->forked = s->invalidated = false;
+    s->graph = nullptr;
+    s->frontier.clear();
+  };
+  for (CUstream_st* s : g_streams) end(s);
+  end(&g_per_thread_stream);
 }
 
 bool is_legacy(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy; }

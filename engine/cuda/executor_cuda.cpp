@@ -84,14 +84,11 @@ class CudaExecutor final : public Executor {
   // --rollout-streams as the run takes it: the games' ranges, or what runs the rollout instead.
   std::string streams_note() const {
     if (cfg_.rollout_streams <= 1) return "";
-    const bool few_rows = linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size,
-                                                        cfg_.precision == Precision::Tf32);
-    const bool cluster =
-        cfg_.cluster_rollout() && cfg_.precision != Precision::Tf32 && few_rows &&
-        rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), cfg_.precision == Precision::Bf16,
-                             cfg_.rollout_cluster_mma ? ClusterProduct::TensorCores : ClusterProduct::Fma);
-    if (cluster) return ", --rollout-streams not taken: the cluster kernel runs the whole rollout";
-    if (cfg_.rollout_loop && cfg_.use_graph && few_rows && cfg_.max_steps >= 2)
+    if (cfg_.cluster_rollout() && cluster_refusal().empty())
+      return ", --rollout-streams not taken: the cluster kernel runs the whole rollout";
+    if (cfg_.rollout_loop && cfg_.use_graph && cfg_.max_steps >= 2 &&
+        linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size,
+                                      cfg_.precision == Precision::Tf32))
       return ", --rollout-streams not taken in the graph: the WHILE loop runs the rollout";
     return ", the rollout's games on " + std::to_string(std::min(cfg_.rollout_streams, cfg_.games())) + " streams";
   }
@@ -101,18 +98,23 @@ class CudaExecutor final : public Executor {
   // asks for it too).
   std::string cluster_note() const {
     if (!cfg_.cluster_rollout()) return "";
-    const bool bf16 = cfg_.precision == Precision::Bf16, mma = cfg_.rollout_cluster_mma;
-    const std::string what = mma ? "the cluster rollout on tensor cores" : "the cluster rollout";
-    if (cfg_.precision == Precision::Tf32) return ", " + what + " not taken: TF32 products stay on cuBLASLt";
+    const bool mma = cfg_.rollout_cluster_mma;
+    const std::string why = cluster_refusal();
+    if (why.empty()) return mma ? ", cluster rollout on tensor cores" : ", cluster rollout";
+    return std::string(", ") + (mma ? "the cluster rollout on tensor cores" : "the cluster rollout") +
+           " not taken: " + why;
+  }
+
+  // Why the cluster kernel cannot run this run's rollout, or "" where it can.
+  std::string cluster_refusal() const {
+    if (cfg_.precision == Precision::Tf32) return "TF32 products stay on cuBLASLt";
     if (!linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size, false))
-      return ", " + what + " not taken: " + std::to_string(cfg_.games()) + " games at hidden " +
-             std::to_string(cfg_.hidden_size) + " (it takes 1-" + std::to_string(kFewRowsMax) +
-             " games, hidden from 32)";
-    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), bf16,
-                              mma ? ClusterProduct::TensorCores : ClusterProduct::Fma))
-      return ", " + what +
-             " not taken: the device runs no clusters, or a block's share of fc1 does not fit its shared memory";
-    return mma ? ", cluster rollout on tensor cores" : ", cluster rollout";
+      return std::to_string(cfg_.games()) + " games at hidden " + std::to_string(cfg_.hidden_size) + " (it takes 1-" +
+             std::to_string(kFewRowsMax) + " games, hidden from 32)";
+    if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), cfg_.precision == Precision::Bf16,
+                              cfg_.rollout_cluster_mma ? ClusterProduct::TensorCores : ClusterProduct::Fma))
+      return "the device runs no clusters, or a block's share of fc1 does not fit its shared memory";
+    return "";
   }
 
   bool on_device() const override { return true; }

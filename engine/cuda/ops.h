@@ -131,8 +131,9 @@ class CudaOps final : public Ops {
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters
   cuda::Stream body_stream_;                   // captures the loop's body
   LoopNodes loop_nodes_;
-  // The rollout on rollout_streams_ streams: stream_ plays the first range, side_streams_ the
-  // others; side_events_[0] forks them, side_events_[1 + i] joins side stream i back.
+  // The rollout on rollout_streams_ streams (at most one a game; on one, Ops::rollout): stream_
+  // plays the first range, side_streams_ the others; side_events_[0] forks them,
+  // side_events_[1 + i] joins side stream i back.
   void rollout_on_streams(const Rollout& r);
   std::array<cuda::Stream, kMaxRolloutStreams - 1> side_streams_;
   std::array<cuda::Event, kMaxRolloutStreams> side_events_;

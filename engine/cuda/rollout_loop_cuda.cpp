@@ -57,7 +57,7 @@ void CudaOps::rollout(const Rollout& r) {
     return;
   }
   if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2)
-    return rollout_streams_ > 1 ? rollout_on_streams(r) : Ops::rollout(r);
+    return rollout_on_streams(r);  // on one stream, Ops::rollout
 
   games_reset(r.games, r.seed, r.epoch, r.obs);
   policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
