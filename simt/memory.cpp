@@ -205,7 +205,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
   if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
   if (cudaError_t e = forbid_in_capture()) return e;
   settle_legacy();
-  drain();
+  drain_stream(nullptr);  // a legacy-stream copy: after the legacy and blocking streams' work
   if (n == 0) return cudaSuccess;
   if (dk == MemKind::Device && sk == MemKind::Pageable) {
     // CUDA returns once the source is in a staging buffer; the DMA to the device lands later,
@@ -233,9 +233,9 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
   }
   if (n == 0) return cudaSuccess;
   if (dk == MemKind::Pageable) {  // to pageable memory CUDA returns after the copy completed
-    drain();
-    std::memmove(dst, src, n);
-    return cudaSuccess;
+    Node node(NodeKind::Memcpy);
+    node.op = [dst, src, n] { std::memmove(dst, src, n); };
+    return submit_and_wait(std::move(node), stream);
   }
   Node node(NodeKind::Memcpy);
   if (sk == MemKind::Pageable) {  // from pageable memory CUDA stages the source before returning
@@ -251,14 +251,14 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind) {
   if (cudaError_t e = forbid_in_capture()) return e;
   settle_legacy();
-  drain();
+  drain_stream(nullptr);
   std::memcpy(static_cast<char*>(const_cast<void*>(symbol)) + offset, src, n);
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyFromSymbol(void* dst, const void* symbol, size_t n, size_t offset, cudaMemcpyKind) {
   if (cudaError_t e = forbid_in_capture()) return e;
   settle_legacy();
-  drain();
+  drain_stream(nullptr);
   std::memcpy(dst, static_cast<const char*>(symbol) + offset, n);
   return cudaSuccess;
 }

@@ -11,6 +11,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <random>
 #include <set>
 #include <vector>
 
@@ -20,16 +21,45 @@ namespace simt::detail {
 namespace {
 
 cudaError_t g_last_error = cudaSuccess;
-std::deque<Node> g_queue;
+
+// Eager work waits in one queue per stream and runs only at synchronisation points, one node at
+// a time, each the head of some stream's queue whose cross-stream dependencies have run: which
+// stream's head goes next is drawn from the schedule seed. So work ordered only by the order it
+// was submitted in, on two streams, runs in either order under some seed, as on a GPU.
+struct Queued {
+  Node node;
+  uint64_t seq = 0;             // submission number, from 1
+  uint64_t prev = 0;            // the node submitted before it on its stream (0: none)
+  std::vector<uint64_t> after;  // other streams' nodes it waits for (events, the legacy stream)
+};
+struct Queue {
+  std::deque<Queued> nodes;
+  bool legacy = false, blocking = false;  // the legacy stream; a stream that syncs with it
+};
+std::map<unsigned long long, Queue> g_queues;  // by stream id; a queue that empties is erased
+std::set<uint64_t> g_pending;                  // the seqs queued and not yet run
+uint64_t g_next_seq = 0, g_last_run = 0;
+unsigned long long g_last_queue = 0;  // the stream of the node that ran last (0: none yet)
+
 // Legacy-stream work the host has already returned from but nothing has ordered yet: the tail
 // of a synchronous cudaMemcpy from pageable memory (the DMA from the staging buffer) and a
-// synchronous cudaMemset. Non-blocking streams never wait for it; it joins the FIFO (as late as
-// CUDA allows) when work goes to the legacy stream or a blocking stream, or the legacy stream
-// or the device is synchronised.
+// synchronous cudaMemset. Non-blocking streams never wait for it; it joins the legacy stream's
+// queue (as late as CUDA allows) when work goes to the legacy stream or a blocking stream, or
+// the legacy stream or the device is synchronised.
 std::vector<Node> g_legacy_pending;
 CUstream_st g_legacy_stream, g_per_thread_stream;
 std::set<CUstream_st*> g_streams;
 std::set<CUevent_st*> g_events;
+
+unsigned long long queue_id(const CUstream_st* st) {
+  return st == &g_legacy_stream ? 1 : st == &g_per_thread_stream ? 2 : st->id;
+}
+bool pending(uint64_t seq) { return g_pending.count(seq) != 0; }
+
+std::mt19937_64& order_rng() {
+  static std::mt19937_64 rng(seed() * 0xD1B54A32D192ED03ull + 7);
+  return rng;
+}
 
 }  // namespace
 
@@ -122,6 +152,8 @@ cudaError_t forbid_in_capture() {
   return set_error(cudaErrorStreamCaptureUnsupported);
 }
 
+void enqueue(Node&& n, CUstream_st* st);
+
 cudaError_t submit(Node&& n, cudaStream_t s) {
   CUstream_st* st = resolve(s);
   if (!st) return set_error(cudaErrorInvalidResourceHandle);
@@ -150,23 +182,95 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   }
   // Work on the legacy stream or a blocking stream waits for earlier legacy-stream work.
   if (!(st->flags & cudaStreamNonBlocking)) settle_legacy();
-  g_queue.push_back(std::move(n));
+  enqueue(std::move(n), st);
   return cudaSuccess;
+}
+
+void enqueue(Node&& n, CUstream_st* st) {
+  const bool legacy = st == &g_legacy_stream, blocking = !legacy && !(st->flags & cudaStreamNonBlocking);
+  Queued q{std::move(n), ++g_next_seq, st->last_seq, {}};
+  for (uint64_t w : st->waits)
+    if (pending(w)) q.after.push_back(w);
+  st->waits.clear();
+  // The legacy stream waits for every blocking stream's earlier work, and they for its.
+  for (const auto& [id, other] : g_queues)
+    if (legacy ? other.blocking : blocking && other.legacy) q.after.push_back(other.nodes.back().seq);
+  // An overlapped launch that also waits for another stream is an ordinary one: it overlaps
+  // only the kernel before it on its own stream (the rule drain keeps by running it next).
+  if (q.node.kind == NodeKind::Kernel && !q.after.empty()) q.node.kernel.overlapped = false;
+  st->last_seq = q.seq;
+  g_pending.insert(q.seq);
+  Queue& queue = g_queues[queue_id(st)];
+  queue.legacy = legacy;
+  queue.blocking = blocking;
+  queue.nodes.push_back(std::move(q));
 }
 
 void defer_on_legacy(Node&& n) { g_legacy_pending.push_back(std::move(n)); }
 
 void settle_legacy() {
-  for (Node& n : g_legacy_pending) g_queue.push_back(std::move(n));
+  std::vector<Node> nodes = std::move(g_legacy_pending);
   g_legacy_pending.clear();
+  for (Node& n : nodes) enqueue(std::move(n), &g_legacy_stream);
+}
+
+void run_until(const std::function<bool()>& done) {
+  std::vector<unsigned long long> ready;
+  while (!g_queues.empty() && !done()) {
+    unsigned long long pick = 0;
+    // A kernel launched overlapped runs right after the kernel before it on its stream, as the
+    // sanitizer pairs it with the node run just before it.
+    if (auto it = g_queues.find(g_last_queue); it != g_queues.end()) {
+      const Queued& head = it->second.nodes.front();
+      if (head.node.kind == NodeKind::Kernel && head.node.kernel.overlapped && head.prev == g_last_run)
+        pick = g_last_queue;
+    }
+    if (!pick) {
+      ready.clear();
+      for (const auto& [id, q] : g_queues) {
+        const auto& after = q.nodes.front().after;
+        if (std::none_of(after.begin(), after.end(), pending)) ready.push_back(id);
+      }
+      // The oldest queued node waits for nothing queued, so some head is always ready.
+      pick = ready.size() == 1 ? ready[0] : ready[order_rng()() % ready.size()];
+    }
+    auto it = g_queues.find(pick);
+    Queued q = std::move(it->second.nodes.front());
+    it->second.nodes.pop_front();
+    if (it->second.nodes.empty()) g_queues.erase(it);
+    g_pending.erase(q.seq);
+    // Its predecessor ran earlier, with other work after it: nothing left to overlap.
+    if (q.node.kind == NodeKind::Kernel && q.prev != g_last_run) q.node.kernel.overlapped = false;
+    g_last_run = q.seq;
+    g_last_queue = pick;
+    run_node(q.node);
+  }
+}
+
+cudaError_t submit_and_wait(Node&& n, cudaStream_t s) {
+  if (cudaError_t e = submit(std::move(n), s)) return e;
+  const uint64_t seq = resolve(s)->last_seq;
+  run_until([seq] { return !pending(seq); });
+  return cudaSuccess;
 }
 
 void drain() {
-  while (!g_queue.empty()) {
-    Node n = std::move(g_queue.front());
-    g_queue.pop_front();
-    run_node(n);
-  }
+  run_until([] { return false; });
+}
+
+void drain_stream(cudaStream_t s) {
+  CUstream_st* st = resolve(s);
+  if (!st) return;
+  const unsigned long long id = queue_id(st);
+  const bool legacy = st == &g_legacy_stream;
+  run_until([st, id, legacy] {
+    if (g_queues.count(id) || std::any_of(st->waits.begin(), st->waits.end(), pending)) return false;
+    // Synchronising the legacy stream waits for every blocking stream too.
+    if (legacy)
+      for (const auto& [other, q] : g_queues)
+        if (q.blocking) return false;
+    return true;
+  });
 }
 
 cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream) {
@@ -321,7 +425,7 @@ static cudaError_t sync_stream(cudaStream_t s) {
     return set_error(cudaErrorStreamCaptureUnsupported);
   }
   if (is_legacy(s)) settle_legacy();
-  drain();
+  drain_stream(s);
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return sync_stream(s); }
@@ -330,7 +434,10 @@ cudaError_t cudaStreamQuery(cudaStream_t s) { return sync_stream(s); }  // runs 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   CUstream_st* st = resolve(s);
   if (!st || !g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
-  if (!e->captured_in) return cudaSuccess;             // the one global FIFO already orders everything submitted before
+  if (!e->captured_in) {  // the stream's next work waits for the event's last record
+    if (!st->capturing && e->recorded && pending(e->record_seq)) st->waits.push_back(e->record_seq);
+    return cudaSuccess;
+  }
   if (st->capturing && st->graph != e->captured_in) {  // two captures cannot merge
     invalidate_captures();
     return set_error(cudaErrorStreamCaptureMerge);
@@ -387,13 +494,14 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (cudaError_t err = submit(std::move(n), s)) return err;
   e->recorded = true;
   e->done = false;
+  e->record_seq = st->last_seq;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (!g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
   if (cudaError_t err = forbid_in_capture()) return err;
-  drain();
+  if (e->recorded) run_until([e] { return !pending(e->record_seq); });
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }  // run, then "done"

@@ -1,7 +1,8 @@
 // State shared by the emulator's runtime files (not included by user code).
 // Work is a Node: a kernel launch, a copy, a memset, a host-side op (cuBLAS GEMM) or an event
-// record. Nodes submitted to a stream go to one global FIFO (which respects every stream and
-// event order) and run only at synchronisation points; on a capturing stream they become the
+// record. Nodes submitted to a stream go to the stream's queue, behind what it waits for on
+// other streams (events, the legacy stream's rules), and run only at synchronisation points, the
+// next one drawn among the streams' ready heads (runtime.cpp); on a capturing stream they become the
 // nodes of the stream's graph instead, each depending on what came before it on its stream and
 // on the events that stream waited for (graph.cpp).
 #pragma once
@@ -51,11 +52,15 @@ bool any_capture();
 void forget_capture(const CUgraph_st* g);      // events recorded in it are plain again
 void end_forks(const CUgraph_st* g);           // the streams that joined its capture stop capturing
 cudaError_t submit(Node&& n, cudaStream_t s);  // enqueue, or append to the stream's capture
+// Submits eager work and runs queued nodes until it has run (a copy the host waits for).
+cudaError_t submit_and_wait(Node&& n, cudaStream_t s);
 bool stream_is_capturing(cudaStream_t s);
 // A call CUDA forbids while any stream captures (global/thread-local modes): returns 900 and
 // invalidates those captures, else cudaSuccess.
 cudaError_t forbid_in_capture();
-void drain();  // runs every queued node, in order
+void drain();                                       // runs every queued node
+void drain_stream(cudaStream_t s);                  // runs queued nodes until s's (and what it waits for) have run
+void run_until(const std::function<bool()>& done);  // runs queued nodes, drawn in turn, until done()
 // Queues the legacy-stream work nothing has ordered yet (a pageable synchronous copy's DMA, a
 // synchronous memset) behind what is queued: at a point that orders the legacy stream.
 void settle_legacy();
@@ -93,12 +98,16 @@ struct CUstream_st {
   bool forked = false;
   std::vector<size_t> frontier;  // the nodes the stream's next captured node depends on
   size_t first_node = 0;         // the graph's size when this (origin) stream began its capture
+  // Eager: the last node submitted to it, and the event records its next node waits for.
+  uint64_t last_seq = 0;
+  std::vector<uint64_t> waits;
 };
 
 struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false, done = false;
   std::chrono::steady_clock::time_point when{};
+  uint64_t record_seq = 0;            // the queued node of its last eager record
   CUgraph_st* captured_in = nullptr;  // recorded inside this capture (fork and join points only)
   // Recorded inside a capture: the recording stream's frontier and capture, which a stream that
   // waits for the event takes on.

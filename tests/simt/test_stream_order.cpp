@@ -1,0 +1,176 @@
+// Self-tests of the emulated runtime's eager streams: work waits in a queue per stream and, at a
+// synchronisation point, the next node is drawn among the streams' ready heads. So two streams'
+// work that nothing orders runs in either order under some draw, work ordered by an event or by
+// the legacy stream's rules never runs out of order, and synchronising one stream runs what it
+// needs, not necessarily the rest.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "tests/simt/self_test_kernels.h"
+#include "tests/test_util.h"
+
+namespace {
+
+using grpo::test::DeviceBuffer;
+
+constexpr int kTrials = 48;  // draws per question: each order shows with probability 1 - 2^-47
+
+// A synchronous copy from pageable memory lands later on the legacy stream, which non-blocking
+// streams do not wait for: synchronise before they read it.
+void reset(DeviceBuffer<float>& d, const std::vector<float>& v) {
+  d.upload(v);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+struct TwoStreams {
+  cudaStream_t a = nullptr, b = nullptr;
+  cudaEvent_t e = nullptr;
+  explicit TwoStreams(unsigned flags = cudaStreamNonBlocking) {
+    EXPECT_EQ(cudaStreamCreateWithFlags(&a, flags), cudaSuccess);
+    EXPECT_EQ(cudaStreamCreateWithFlags(&b, flags), cudaSuccess);
+    EXPECT_EQ(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), cudaSuccess);
+  }
+  ~TwoStreams() {
+    cudaEventDestroy(e);
+    cudaStreamDestroy(b);
+    cudaStreamDestroy(a);
+  }
+};
+
+// Stream a writes y = 2x + 1; stream b then computes z = y - 1 (waiting for a's event when
+// `wait`); returns how many of the trials saw b run before a (z from the poisoned y).
+int trials_where_b_ran_first(bool wait) {
+  const int n = 33;
+  const auto x = grpo::test::random_floats(n, 7);
+  DeviceBuffer<float> d_x(x), d_y(n), d_z(n);
+  TwoStreams s;
+  int early = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    reset(d_y, grpo::test::poisoned(n));
+    EXPECT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 2.f, 1.f, s.a), cudaSuccess);
+    EXPECT_EQ(cudaEventRecord(s.e, s.a), cudaSuccess);
+    if (wait) {
+      EXPECT_EQ(cudaStreamWaitEvent(s.b, s.e, 0), cudaSuccess);
+    }
+    EXPECT_EQ(simt_test::axpb(d_y.get(), d_z.get(), n, 1.f, -1.f, s.b), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto z = d_z.download();
+    bool poisoned = false, right = true;
+    for (int i = 0; i < n; ++i) {
+      poisoned |= std::isnan(z[i]);
+      right &= z[i] == (2.f * x[i] + 1.f) - 1.f;
+    }
+    EXPECT_TRUE(poisoned || right) << "trial " << t;
+    early += poisoned;
+  }
+  return early;
+}
+
+TEST(SimtStreamOrder, UnorderedStreamsRunInEitherOrder) {
+  const int early = trials_where_b_ran_first(false);
+  EXPECT_GT(early, 0) << "stream b never ran before stream a: the queues run in submission order";
+  EXPECT_LT(early, kTrials) << "stream b always ran first";
+}
+
+TEST(SimtStreamOrder, AnEventWaitOrdersTheStreams) { EXPECT_EQ(trials_where_b_ran_first(true), 0); }
+
+// A wait takes the event's record at the time of the call: recording it again later on a stream
+// that has not run yet does not hold the waiting stream back.
+TEST(SimtStreamOrder, AWaitTakesTheRecordMadeBeforeIt) {
+  const int n = 16;
+  DeviceBuffer<float> d_x(std::vector<float>(n, 1.f)), d_y(n), d_z(n), d_w(n);
+  TwoStreams s;
+  int z_before_w = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    reset(d_y, grpo::test::poisoned(n));
+    reset(d_w, grpo::test::poisoned(n));
+    EXPECT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 1.f, 1.f, s.a), cudaSuccess);  // y = 2
+    EXPECT_EQ(cudaEventRecord(s.e, s.a), cudaSuccess);
+    EXPECT_EQ(cudaStreamWaitEvent(s.b, s.e, 0), cudaSuccess);
+    EXPECT_EQ(simt_test::axpb(d_y.get(), d_w.get(), n, 1.f, 0.f, s.a), cudaSuccess);  // w = y, after the record
+    EXPECT_EQ(cudaEventRecord(s.e, s.a), cudaSuccess);
+    EXPECT_EQ(simt_test::axpb(d_w.get(), d_z.get(), n, 0.f, 3.f, s.b), cudaSuccess);  // z = 3, reads w
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    // z is 3 whether or not w was written (0 * NaN is NaN: then z shows that b ran before w).
+    z_before_w += std::isnan(d_z.download()[0]);
+    EXPECT_EQ(d_w.download(), std::vector<float>(n, 2.f));
+  }
+  EXPECT_GT(z_before_w, 0) << "the second record held the waiting stream back";
+}
+
+// The legacy stream waits for blocking streams' earlier work and they for its; a non-blocking
+// stream waits for neither.
+TEST(SimtStreamOrder, TheLegacyStreamOrdersBlockingStreamsOnly) {
+  const int n = 21;
+  const auto x = grpo::test::random_floats(n, 9);
+  DeviceBuffer<float> d_x(x), d_y(n), d_z(n);
+  for (const unsigned flags : {unsigned(cudaStreamDefault), unsigned(cudaStreamNonBlocking)}) {
+    TwoStreams s(flags);
+    int early = 0;
+    for (int t = 0; t < kTrials; ++t) {
+      reset(d_y, grpo::test::poisoned(n));
+      EXPECT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 2.f, 0.f, s.a), cudaSuccess);  // y = 2x on a
+      EXPECT_EQ(simt_test::axpb(d_y.get(), d_z.get(), n, 1.f, 0.f, 0), cudaSuccess);    // z = y on legacy
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      early += std::isnan(d_z.download()[0]);
+    }
+    if (flags == cudaStreamDefault) {
+      EXPECT_EQ(early, 0) << "the legacy stream ran before a blocking stream's earlier work";
+    } else {
+      EXPECT_GT(early, 0) << "the legacy stream always waited for a non-blocking stream";
+    }
+  }
+}
+
+// Synchronising stream a runs a's work (and what it waits for); stream b's may still be queued,
+// as on a GPU, where b may not have run yet. The host sees b's write only after b's sync.
+TEST(SimtStreamOrder, SynchronisingAStreamNeedNotRunTheOthers) {
+  const int n = 8;
+  float* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, 2 * n * sizeof(float)), cudaSuccess);
+  DeviceBuffer<float> d_x(std::vector<float>(n, 1.f));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  TwoStreams s;
+  int b_pending = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    for (int i = 0; i < 2 * n; ++i) pinned[i] = -1.f;
+    EXPECT_EQ(simt_test::axpb(d_x.get(), pinned + n, n, 4.f, 0.f, s.b), cudaSuccess);
+    EXPECT_EQ(simt_test::axpb(d_x.get(), pinned, n, 3.f, 0.f, s.a), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(s.a), cudaSuccess);
+    EXPECT_EQ(pinned[0], 3.f);
+    b_pending += pinned[n] == -1.f;
+    EXPECT_EQ(cudaStreamSynchronize(s.b), cudaSuccess);
+    EXPECT_EQ(pinned[n], 4.f);
+  }
+  EXPECT_GT(b_pending, 0) << "a stream's sync always ran the other stream's work too";
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
+// cudaEventSynchronize runs until the event's record has run: the work before it on its stream,
+// and what that stream waited for.
+TEST(SimtStreamOrder, AnEventSyncRunsWhatTheRecordFollows) {
+  const int n = 8;
+  float* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, n * sizeof(float)), cudaSuccess);
+  DeviceBuffer<float> d_x(std::vector<float>(n, 1.f)), d_y(n);
+  TwoStreams s;
+  cudaEvent_t done;
+  ASSERT_EQ(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), cudaSuccess);
+  for (int t = 0; t < kTrials; ++t) {
+    for (int i = 0; i < n; ++i) pinned[i] = -1.f;
+    reset(d_y, grpo::test::poisoned(n));
+    EXPECT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 5.f, 0.f, s.a), cudaSuccess);  // y = 5
+    EXPECT_EQ(cudaEventRecord(s.e, s.a), cudaSuccess);
+    EXPECT_EQ(cudaStreamWaitEvent(s.b, s.e, 0), cudaSuccess);
+    EXPECT_EQ(simt_test::axpb(d_y.get(), pinned, n, 2.f, 0.f, s.b), cudaSuccess);  // pinned = 2y
+    EXPECT_EQ(cudaEventRecord(done, s.b), cudaSuccess);
+    EXPECT_EQ(cudaEventSynchronize(done), cudaSuccess);
+    EXPECT_EQ(pinned[n - 1], 10.f) << "trial " << t;
+  }
+  EXPECT_EQ(cudaEventDestroy(done), cudaSuccess);
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
+}  // namespace
