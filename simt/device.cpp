@@ -201,12 +201,12 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 cudaError_t cudaDeviceSynchronize() {
   if (cudaError_t e = forbid_in_capture()) return e;
   settle_legacy();
-  drain();
+  sync_device();
   return cudaSuccess;
 }
 cudaError_t cudaDeviceReset() {
   settle_legacy();
-  drain();
+  sync_device();
   (void)cudaGetLastError();  // clears the sticky error
   g_func_smem_limit.clear();
   return cudaSuccess;

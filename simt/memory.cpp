@@ -103,7 +103,7 @@ cudaError_t release(void* p, MemKind kind) {
   if (!p) return cudaSuccess;
   if (cudaError_t e = forbid_in_capture()) return e;
   settle_legacy();
-  drain();  // cudaFree synchronises the device
+  sync_device();  // cudaFree synchronises the device
   auto it = g_allocs.find(reinterpret_cast<uintptr_t>(p));
   if (it == g_allocs.end() || it->second.kind != kind) return set_error(cudaErrorInvalidValue);
   const size_t n = it->second.size;

@@ -31,6 +31,7 @@ struct Queued {
   uint64_t seq = 0;             // submission number, from 1
   uint64_t prev = 0;            // the node submitted before it on its stream (0: none)
   std::vector<uint64_t> after;  // other streams' nodes it waits for (events, the legacy stream)
+  Clock clock;                  // the nodes ordered before it (runtime_internal.h)
 };
 struct Queue {
   std::deque<Queued> nodes;
@@ -40,6 +41,9 @@ std::map<unsigned long long, Queue> g_queues;  // by stream id; a queue that emp
 std::set<uint64_t> g_pending;                  // the seqs queued and not yet run
 uint64_t g_next_seq = 0, g_last_run = 0;
 unsigned long long g_last_queue = 0;  // the stream of the node that ran last (0: none yet)
+Clock g_host_clock;                   // the nodes the host has synchronised with
+Clock g_all_clock;                    // every node run so far: what a device-wide synchronisation tells the host
+RunningNode g_running;
 
 // Legacy-stream work the host has already returned from but nothing has ordered yet: the tail
 // of a synchronous cudaMemcpy from pageable memory (the DMA from the staging buffer) and a
@@ -56,9 +60,26 @@ unsigned long long queue_id(const CUstream_st* st) {
 }
 bool pending(uint64_t seq) { return g_pending.count(seq) != 0; }
 
+void join(Clock& into, const Clock& c) {
+  for (const auto& [stream, seq] : c) {
+    uint64_t& mine = into[stream];
+    mine = std::max(mine, seq);
+  }
+}
+
+// The streams that synchronise with the legacy one.
+template <class F>
+void for_each_blocking_stream(F f) {
+  if (!(g_per_thread_stream.flags & cudaStreamNonBlocking)) f(&g_per_thread_stream);
+  for (CUstream_st* s : g_streams)
+    if (!(s->flags & cudaStreamNonBlocking)) f(s);
+}
+
+std::mt19937_64 g_order_rng;
+bool g_order_seeded = false;
 std::mt19937_64& order_rng() {
-  static std::mt19937_64 rng(seed() * 0xD1B54A32D192ED03ull + 7);
-  return rng;
+  if (!g_order_seeded) restart_stream_order();
+  return g_order_rng;
 }
 
 }  // namespace
@@ -152,7 +173,9 @@ cudaError_t forbid_in_capture() {
   return set_error(cudaErrorStreamCaptureUnsupported);
 }
 
-void enqueue(Node&& n, CUstream_st* st);
+// Queues n on st's queue (eager work), after what the legacy stream's rules and, when given, the
+// event's last record order before it.
+void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for = nullptr);
 
 cudaError_t submit(Node&& n, cudaStream_t s) {
   CUstream_st* st = resolve(s);
@@ -186,21 +209,28 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   return cudaSuccess;
 }
 
-void enqueue(Node&& n, CUstream_st* st) {
+void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for) {
   const bool legacy = st == &g_legacy_stream, blocking = !legacy && !(st->flags & cudaStreamNonBlocking);
-  Queued q{std::move(n), ++g_next_seq, st->last_seq, {}};
-  for (uint64_t w : st->waits)
-    if (pending(w)) q.after.push_back(w);
-  st->waits.clear();
+  Queued q{std::move(n), ++g_next_seq, st->last_seq, {}, g_host_clock};
+  join(q.clock, st->last_clock);
+  if (waits_for) {
+    if (pending(waits_for->record_seq)) q.after.push_back(waits_for->record_seq);
+    join(q.clock, waits_for->record_clock);
+  }
   // The legacy stream waits for every blocking stream's earlier work, and they for its.
   for (const auto& [id, other] : g_queues)
     if (legacy ? other.blocking : blocking && other.legacy) q.after.push_back(other.nodes.back().seq);
+  if (legacy) for_each_blocking_stream([&](CUstream_st* b) { join(q.clock, b->last_clock); });
+  if (blocking) join(q.clock, g_legacy_stream.last_clock);
+  const unsigned long long id = queue_id(st);
+  q.clock[id] = q.seq;
   // An overlapped launch that also waits for another stream is an ordinary one: it overlaps
-  // only the kernel before it on its own stream (the rule drain keeps by running it next).
+  // only the kernel before it on its own stream (the rule run_until keeps by running it next).
   if (q.node.kind == NodeKind::Kernel && !q.after.empty()) q.node.kernel.overlapped = false;
   st->last_seq = q.seq;
+  st->last_clock = q.clock;
   g_pending.insert(q.seq);
-  Queue& queue = g_queues[queue_id(st)];
+  Queue& queue = g_queues[id];
   queue.legacy = legacy;
   queue.blocking = blocking;
   queue.nodes.push_back(std::move(q));
@@ -232,6 +262,7 @@ void run_until(const std::function<bool()>& done) {
         if (std::none_of(after.begin(), after.end(), pending)) ready.push_back(id);
       }
       // The oldest queued node waits for nothing queued, so some head is always ready.
+      if (ready.empty()) fatal("internal: no stream's queued work is ready to run");
       pick = ready.size() == 1 ? ready[0] : ready[order_rng()() % ready.size()];
     }
     auto it = g_queues.find(pick);
@@ -239,23 +270,48 @@ void run_until(const std::function<bool()>& done) {
     it->second.nodes.pop_front();
     if (it->second.nodes.empty()) g_queues.erase(it);
     g_pending.erase(q.seq);
+    // A record the event has been recorded again since says nothing about the event.
+    if (q.node.kind == NodeKind::EventRecord && q.seq != q.node.event->record_seq) continue;
     // Its predecessor ran earlier, with other work after it: nothing left to overlap.
     if (q.node.kind == NodeKind::Kernel && q.prev != g_last_run) q.node.kernel.overlapped = false;
     g_last_run = q.seq;
     g_last_queue = pick;
+    join(g_all_clock, q.clock);
+    g_running = RunningNode{pick, q.seq, &q.clock};
     run_node(q.node);
+    g_running = RunningNode{};
   }
+}
+
+RunningNode running_node() { return g_running; }
+
+void restart_stream_order() {
+  g_order_rng.seed(seed() * 0x9E3779B97F4A7C15ull + 7);
+  g_order_seeded = true;
+}
+
+bool ordered_before_running(unsigned long long stream, uint64_t seq) {
+  if (!g_running.clock) return true;
+  const auto it = g_running.clock->find(stream);
+  return it != g_running.clock->end() && it->second >= seq;
 }
 
 cudaError_t submit_and_wait(Node&& n, cudaStream_t s) {
   if (cudaError_t e = submit(std::move(n), s)) return e;
-  const uint64_t seq = resolve(s)->last_seq;
+  const CUstream_st* st = resolve(s);
+  const uint64_t seq = st->last_seq;
   run_until([seq] { return !pending(seq); });
+  join(g_host_clock, st->last_clock);
   return cudaSuccess;
 }
 
 void drain() {
   run_until([] { return false; });
+}
+
+void sync_device() {
+  drain();
+  join(g_host_clock, g_all_clock);
 }
 
 void drain_stream(cudaStream_t s) {
@@ -264,13 +320,15 @@ void drain_stream(cudaStream_t s) {
   const unsigned long long id = queue_id(st);
   const bool legacy = st == &g_legacy_stream;
   run_until([st, id, legacy] {
-    if (g_queues.count(id) || std::any_of(st->waits.begin(), st->waits.end(), pending)) return false;
+    if (g_queues.count(id)) return false;
     // Synchronising the legacy stream waits for every blocking stream too.
     if (legacy)
       for (const auto& [other, q] : g_queues)
         if (q.blocking) return false;
     return true;
   });
+  join(g_host_clock, st->last_clock);
+  if (legacy) for_each_blocking_stream([](CUstream_st* b) { join(g_host_clock, b->last_clock); });
 }
 
 cudaError_t submit_kernel(KernelLaunch&& k, cudaStream_t stream) {
@@ -434,8 +492,15 @@ cudaError_t cudaStreamQuery(cudaStream_t s) { return sync_stream(s); }  // runs 
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
   CUstream_st* st = resolve(s);
   if (!st || !g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
-  if (!e->captured_in) {  // the stream's next work waits for the event's last record
-    if (!st->capturing && e->recorded && pending(e->record_seq)) st->waits.push_back(e->record_seq);
+  if (!e->captured_in) {
+    // An eager wait is a node of its own (it runs nothing): the stream's later work, and the
+    // legacy stream's rules, see it as work of the stream that waits for the event's last record.
+    if (!st->capturing && e->recorded) {
+      if (is_legacy(s) || !(st->flags & cudaStreamNonBlocking)) settle_legacy();
+      Node wait(NodeKind::HostOp);
+      wait.op = [] {};
+      enqueue(std::move(wait), st, e);
+    }
     return cudaSuccess;
   }
   if (st->capturing && st->graph != e->captured_in) {  // two captures cannot merge
@@ -495,13 +560,17 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   e->recorded = true;
   e->done = false;
   e->record_seq = st->last_seq;
+  e->record_clock = st->last_clock;
   return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   if (!g_events.count(e)) return set_error(cudaErrorInvalidResourceHandle);
   if (cudaError_t err = forbid_in_capture()) return err;
-  if (e->recorded) run_until([e] { return !pending(e->record_seq); });
+  if (e->recorded) {
+    run_until([e] { return !pending(e->record_seq); });
+    join(g_host_clock, e->record_clock);
+  }
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) { return cudaEventSynchronize(e); }  // run, then "done"

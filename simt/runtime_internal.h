@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,9 +59,27 @@ bool stream_is_capturing(cudaStream_t s);
 // A call CUDA forbids while any stream captures (global/thread-local modes): returns 900 and
 // invalidates those captures, else cudaSuccess.
 cudaError_t forbid_in_capture();
-void drain();                                       // runs every queued node
-void drain_stream(cudaStream_t s);                  // runs queued nodes until s's (and what it waits for) have run
+void drain();                       // runs every queued node (the host learns nothing from it: cudaEventDestroy)
+void sync_device();                 // drain(), and the host has waited for every node (cudaDeviceSynchronize)
+void drain_stream(cudaStream_t s);  // runs queued nodes until s's (and what it waits for) have run
 void run_until(const std::function<bool()>& done);  // runs queued nodes, drawn in turn, until done()
+
+// Happens-before between eager nodes, for the sanitizer's check across streams: a vector clock
+// (stream id -> the last node of that stream known to have completed before) for each node, from
+// its stream's order, the events it waited for, the legacy stream's rules and what the host had
+// synchronised with when it was submitted.
+using Clock = std::map<unsigned long long, uint64_t>;
+struct RunningNode {
+  unsigned long long stream = 0;  // 0: no eager node is running (everything before is ordered)
+  uint64_t seq = 0;
+  const Clock* clock = nullptr;
+};
+RunningNode running_node();
+// The draws that pick which stream's ready work runs next start again from the schedule seed
+// (simt::set_seed does this).
+void restart_stream_order();
+// Whether node (stream, seq) completed before the running node started, by the rules above.
+bool ordered_before_running(unsigned long long stream, uint64_t seq);
 // Queues the legacy-stream work nothing has ordered yet (a pageable synchronous copy's DMA, a
 // synchronous memset) behind what is queued: at a point that orders the legacy stream.
 void settle_legacy();
@@ -98,16 +117,17 @@ struct CUstream_st {
   bool forked = false;
   std::vector<size_t> frontier;  // the nodes the stream's next captured node depends on
   size_t first_node = 0;         // the graph's size when this (origin) stream began its capture
-  // Eager: the last node submitted to it, and the event records its next node waits for.
+  // Eager: the last node submitted to it, and its clock.
   uint64_t last_seq = 0;
-  std::vector<uint64_t> waits;
+  simt::detail::Clock last_clock;
 };
 
 struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false, done = false;
   std::chrono::steady_clock::time_point when{};
-  uint64_t record_seq = 0;            // the queued node of its last eager record
+  uint64_t record_seq = 0;  // the queued node of its last eager record, and that node's clock
+  simt::detail::Clock record_clock;
   CUgraph_st* captured_in = nullptr;  // recorded inside this capture (fork and join points only)
   // Recorded inside a capture: the recording stream's frontier and capture, which a stream that
   // waits for the event takes on.

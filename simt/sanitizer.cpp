@@ -131,6 +131,7 @@ void san_launch_begin(const KernelLaunch& k) {
   g_previous_launch_epoch = g_launch_epoch;
   g_overlapped = k.overlapped && previous_node_was_kernel() && g_previous_launch_epoch > 0;
   g_launch_epoch = ++g_epoch;
+  global_launch_begin(k.func);
   g_cluster = k.cluster;
   g_cluster_epoch = g_cluster_epoch_prev = 0;
   g_vc.assign(g_nthreads, {});

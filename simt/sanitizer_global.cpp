@@ -1,16 +1,20 @@
 // The emulator's checks on device memory (sanitizer.cpp has the rules they share): one shadow cell
 // per 4-byte word of the arena (memory.cpp), mapped on demand, holding its last write and last
-// read; an access outside every live allocation, a race between two threads of a launch, and an
-// overlapped kernel's access before its wait to what the kernel before it touched are reported.
+// read; an access outside every live allocation, a race between two threads of a launch, a race
+// with an earlier launch that is not ordered before this one (another stream's, without an event
+// or a synchronisation between them), and an overlapped kernel's access before its wait to what
+// the kernel before it touched are reported.
 #include <cerrno>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <sys/mman.h>
 
+#include "simt/runtime_internal.h"
 #include "simt/sanitizer_state.h"
 
 namespace simt::detail {
@@ -22,15 +26,59 @@ struct GlobalCell {  // one 4-byte word of the device arena
 };
 GlobalCell* g_gshadow = nullptr;
 
-// A race between `old` and the running thread's access `now` to one word.
-bool conflicts(const Access& old, const Access& now) {
-  return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask & ~kGap) && !ordered(old);
-}
-
 std::string where_global(uintptr_t a, size_t n, bool write) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%s of %zu bytes at 0x%" PRIxPTR, write ? "write" : "read", n, a);
   return buf;
+}
+
+// Each launch's eager node, by the launch's first epoch (its epochs run to the next launch's).
+struct LaunchNode {
+  unsigned long long stream;  // 0: run outside the queues (ordered before everything after it)
+  uint64_t seq;
+  const void* func;
+};
+std::map<uint32_t, LaunchNode> g_launch_nodes;
+
+// The launch of an access by an earlier launch when that launch's node is not ordered before the
+// running one (runtime_internal.h, ordered_before_running), else nullptr. Consecutive words were
+// mostly touched by one launch: the answer for its range of epochs is kept for the running launch.
+const LaunchNode* unordered_launch(const Access& old) {
+  if (old.epoch == 0 || old.epoch >= g_launch_epoch) return nullptr;
+  static uint32_t for_launch = 0, lo = 0, hi = 0;
+  static const LaunchNode* answer = nullptr;
+  if (for_launch != g_launch_epoch || old.epoch < lo || old.epoch >= hi) {
+    auto it = g_launch_nodes.upper_bound(old.epoch);
+    hi = it == g_launch_nodes.end() ? g_launch_epoch : it->first;
+    if (it == g_launch_nodes.begin()) {
+      lo = 0, answer = nullptr;
+    } else {
+      --it;
+      lo = it->first;
+      const LaunchNode& n = it->second;
+      answer = n.stream && !ordered_before_running(n.stream, n.seq) ? &n : nullptr;
+    }
+    for_launch = g_launch_epoch;
+  }
+  return answer;
+}
+
+[[noreturn]] void report_across_streams(uintptr_t a, size_t n, bool write, const void* pc, const Access& old,
+                                        bool old_write, const LaunchNode& launch) {
+  const RunningNode now = running_node();
+  report("data race on global memory between streams: " + where_global(a, n, write), now_access(0, pc),
+         write ? "write" : "read", nullptr, nullptr,
+         (std::string(old_write ? "earlier write" : "earlier read") + " by kernel " + describe_code(launch.func) +
+          "\n        at " + describe_code(old.pc) + "\n    on stream " + std::to_string(launch.stream) +
+          ", not ordered before this launch on stream " + std::to_string(now.stream) +
+          ": nothing makes one wait for the other (cudaStreamWaitEvent on an event recorded after the "
+          "first, a synchronisation of the host between the two launches, the legacy stream's rules)\n")
+             .c_str());
+}
+
+// A race between `old` and the running thread's access `now` to one word.
+bool conflicts(const Access& old, const Access& now) {
+  return old.epoch >= g_launch_epoch && old.tid != now.tid && (old.mask & now.mask & ~kGap) && !ordered(old);
 }
 
 // An overlapped kernel's thread before its grid_dependency_wait: an access to a word the
@@ -52,6 +100,11 @@ void check_before_wait(uintptr_t a, size_t n, bool write, const void* pc) {
 }
 
 }  // namespace
+
+void global_launch_begin(const void* func) {
+  const RunningNode r = running_node();
+  g_launch_nodes[g_launch_epoch] = LaunchNode{r.stream, r.seq, func};
+}
 
 void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* pc) {
   static uintptr_t c_lo = 1, c_hi = 0;  // the allocation of the previous access
@@ -78,6 +131,9 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
     const uintptr_t b0 = std::max(w, a), b1 = std::min(w + 4, a + n);
     const uint32_t mask = ((1u << (b1 - b0)) - 1) << (b0 - w);
     GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
+    if (const LaunchNode* o = unordered_launch(c.w)) report_across_streams(a, n, write, pc, c.w, true, *o);
+    if (write)
+      if (const LaunchNode* o = unordered_launch(c.r)) report_across_streams(a, n, write, pc, c.r, false, *o);
     const Access now = now_access(mask, pc);
     const char* hint =
         "threads of different blocks are never ordered within one launch (but by a cluster barrier "

@@ -54,6 +54,8 @@ Access now_access(uint32_t mask, const void* pc);
 
 // ---- device memory (sanitizer_global.cpp) ----
 void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* pc);
+// The launch beginning at epoch g_launch_epoch belongs to the eager node running now.
+void global_launch_begin(const void* func);
 
 // ---- shared memory (sanitizer_shared.cpp) ----
 void shared_launch_begin();  // finds the static __shared__ variables, once

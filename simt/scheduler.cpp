@@ -405,6 +405,7 @@ void set_seed(uint64_t s) {
   g_seed = s;
   g_seed_set = true;
   g_rng = s * 0xD1B54A32D192ED03ull;
+  restart_stream_order();
 }
 
 void* dynamic_shared() {

@@ -35,7 +35,8 @@ constexpr int warpSize = 32;
 
 namespace simt {
 
-// Schedule seed (env SIMT_SEED, default 1). set_seed restarts the schedule's random stream.
+// Schedule seed (env SIMT_SEED, default 1). set_seed restarts the schedule's random streams (the
+// threads' and blocks' order, and which stream's ready eager work runs next).
 uint64_t seed();
 void set_seed(uint64_t s);
 

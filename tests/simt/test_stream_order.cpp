@@ -2,7 +2,9 @@
 // synchronisation point, the next node is drawn among the streams' ready heads. So two streams'
 // work that nothing orders runs in either order under some draw, work ordered by an event or by
 // the legacy stream's rules never runs out of order, and synchronising one stream runs what it
-// needs, not necessarily the rest.
+// needs, not necessarily the rest. The tests race on purpose, so with the memory checks off: with
+// them on, a kernel that touches what another stream's kernel touched, unordered, is reported
+// (tests/simt/planted/streams_no_wait.cu).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,9 +13,20 @@
 #include "tests/simt/self_test_kernels.h"
 #include "tests/test_util.h"
 
+namespace simt {
+bool set_checks(bool on);
+}  // namespace simt
+
 namespace {
 
 using grpo::test::DeviceBuffer;
+
+// The memory checks off for a scope, or (off false) left as they are.
+struct ChecksOff {
+  explicit ChecksOff(bool off = true) : was(simt::set_checks(true)) { simt::set_checks(was && !off); }
+  ~ChecksOff() { simt::set_checks(was); }
+  bool was;
+};
 
 constexpr int kTrials = 48;  // draws per question: each order shows with probability 1 - 2^-47
 
@@ -40,8 +53,10 @@ struct TwoStreams {
 };
 
 // Stream a writes y = 2x + 1; stream b then computes z = y - 1 (waiting for a's event when
-// `wait`); returns how many of the trials saw b run before a (z from the poisoned y).
+// `wait`); returns how many of the trials saw b run before a (z from the poisoned y). With the
+// wait, the memory checks stay on: streams ordered by an event are no race.
 int trials_where_b_ran_first(bool wait) {
+  const ChecksOff off(!wait);
   const int n = 33;
   const auto x = grpo::test::random_floats(n, 7);
   DeviceBuffer<float> d_x(x), d_y(n), d_z(n);
@@ -79,6 +94,7 @@ TEST(SimtStreamOrder, AnEventWaitOrdersTheStreams) { EXPECT_EQ(trials_where_b_ra
 // A wait takes the event's record at the time of the call: recording it again later on a stream
 // that has not run yet does not hold the waiting stream back.
 TEST(SimtStreamOrder, AWaitTakesTheRecordMadeBeforeIt) {
+  const ChecksOff off;
   const int n = 16;
   DeviceBuffer<float> d_x(std::vector<float>(n, 1.f)), d_y(n), d_z(n), d_w(n);
   TwoStreams s;
@@ -103,6 +119,7 @@ TEST(SimtStreamOrder, AWaitTakesTheRecordMadeBeforeIt) {
 // The legacy stream waits for blocking streams' earlier work and they for its; a non-blocking
 // stream waits for neither.
 TEST(SimtStreamOrder, TheLegacyStreamOrdersBlockingStreamsOnly) {
+  const ChecksOff off;
   const int n = 21;
   const auto x = grpo::test::random_floats(n, 9);
   DeviceBuffer<float> d_x(x), d_y(n), d_z(n);
@@ -122,6 +139,42 @@ TEST(SimtStreamOrder, TheLegacyStreamOrdersBlockingStreamsOnly) {
       EXPECT_GT(early, 0) << "the legacy stream always waited for a non-blocking stream";
     }
   }
+}
+
+// A blocking stream waits for the legacy stream's earlier work.
+TEST(SimtStreamOrder, BlockingStreamsWaitForEarlierLegacyWork) {
+  const int n = 19;
+  const auto x = grpo::test::random_floats(n, 13);
+  DeviceBuffer<float> d_x(x), d_y(n), d_z(n);
+  TwoStreams blocking(cudaStreamDefault);
+  for (int t = 0; t < kTrials; ++t) {
+    reset(d_y, grpo::test::poisoned(n));
+    EXPECT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 3.f, 0.f, 0), cudaSuccess);           // y = 3x, legacy
+    EXPECT_EQ(simt_test::axpb(d_y.get(), d_z.get(), n, 1.f, 1.f, blocking.a), cudaSuccess);  // z = y + 1
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto z = d_z.download();
+    for (int i = 0; i < n; ++i) ASSERT_EQ(z[i], 3.f * x[i] + 1.f) << "trial " << t << ", " << i;
+  }
+}
+
+// A cudaStreamWaitEvent on a blocking stream with no work after it is still work of that stream
+// for the legacy stream's rules: a synchronous copy (the legacy stream) waits for it, so for the
+// event's record, so for the non-blocking stream's kernel before the record.
+TEST(SimtStreamOrder, AWaitWithNothingAfterItOrdersTheLegacyStream) {
+  const int n = 23;
+  const auto x = grpo::test::random_floats(n, 17);
+  DeviceBuffer<float> d_x(x), d_y(n);
+  TwoStreams blocking(cudaStreamDefault), non_blocking;
+  std::vector<float> got(n);
+  for (int t = 0; t < kTrials; ++t) {
+    reset(d_y, grpo::test::poisoned(n));
+    EXPECT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 3.f, 0.f, non_blocking.a), cudaSuccess);  // y = 3x
+    EXPECT_EQ(cudaEventRecord(non_blocking.e, non_blocking.a), cudaSuccess);
+    EXPECT_EQ(cudaStreamWaitEvent(blocking.a, non_blocking.e, 0), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(got.data(), d_y.get(), n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(got[i], 3.f * x[i]) << "trial " << t << ", " << i;
+  }
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 // Synchronising stream a runs a's work (and what it waits for); stream b's may still be queued,
