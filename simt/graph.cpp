@@ -362,11 +362,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
     if (cudaError_t e = submit(std::move(reset), s)) return e;
   }
   std::mt19937_64 rng(simt::seed() * 0x9E3779B97F4A7C15ull + ++exec->launches);
-  for (size_t i : drawn_order(exec->nodes, rng)) {
-    Node copy = exec->nodes[i];
-    if (cudaError_t e = submit(std::move(copy), s)) return e;
-  }
-  return cudaSuccess;
+  return submit_graph(exec->nodes, drawn_order(exec->nodes, rng), s);
 }
 
 // Same number of nodes, same kinds, same kernel functions: take the new arguments. Otherwise

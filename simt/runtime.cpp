@@ -32,6 +32,10 @@ struct Queued {
   uint64_t prev = 0;            // the node submitted before it on its stream (0: none)
   std::vector<uint64_t> after;  // other streams' nodes it waits for (events, the legacy stream)
   Clock clock;                  // the nodes ordered before it (runtime_internal.h)
+  // Its entry in the clocks: (its stream, seq), or for a graph's node (a chain of the graph, its
+  // place in the chain): submit_graph.
+  unsigned long long clock_id = 0;
+  uint64_t clock_seq = 0;
 };
 struct Queue {
   std::deque<Queued> nodes;
@@ -224,6 +228,8 @@ void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for) {
   if (blocking) join(q.clock, g_legacy_stream.last_clock);
   const unsigned long long id = queue_id(st);
   q.clock[id] = q.seq;
+  q.clock_id = id;
+  q.clock_seq = q.seq;
   // An overlapped launch that also waits for another stream is an ordinary one: it overlaps
   // only the kernel before it on its own stream (the rule run_until keeps by running it next).
   if (q.node.kind == NodeKind::Kernel && !q.after.empty()) q.node.kernel.overlapped = false;
@@ -277,7 +283,7 @@ void run_until(const std::function<bool()>& done) {
     g_last_run = q.seq;
     g_last_queue = pick;
     join(g_all_clock, q.clock);
-    g_running = RunningNode{pick, q.seq, &q.clock};
+    g_running = RunningNode{q.clock_id, q.clock_seq, &q.clock};
     run_node(q.node);
     g_running = RunningNode{};
   }
@@ -302,6 +308,49 @@ cudaError_t submit_and_wait(Node&& n, cudaStream_t s) {
   const uint64_t seq = st->last_seq;
   run_until([seq] { return !pending(seq); });
   join(g_host_clock, st->last_clock);
+  return cudaSuccess;
+}
+
+cudaError_t submit_graph(const std::vector<Node>& nodes, const std::vector<size_t>& order, cudaStream_t s) {
+  for (size_t i : order) {
+    Node copy = nodes[i];
+    if (cudaError_t e = submit(std::move(copy), s)) return e;
+  }
+  if (order.empty()) return cudaSuccess;
+  // The nodes are queued one after the other, in the drawn order; for the race checks each is
+  // ordered after its dependencies only. The graph splits into chains (a node continues the chain
+  // its first dependency ends, else starts one), each a clock entry of its own for this launch.
+  CUstream_st* st = resolve(s);
+  const unsigned long long id = queue_id(st);
+  Queue& queue = g_queues.at(id);
+  std::vector<Queued*> queued(nodes.size());
+  for (size_t k = 0; k < order.size(); ++k) queued[order[k]] = &queue.nodes[queue.nodes.size() - order.size() + k];
+  const uint64_t first = queued[order[0]]->seq;
+  if (queued[order.back()]->seq != first + order.size() - 1)
+    fatal("internal: a graph's nodes were not queued together");
+  Clock base = queued[order[0]]->clock;  // what the stream had ordered before the launch
+  base[id] = first - 1;                  // its nodes before the launch
+  static unsigned long long chains = kGraphChains;
+  std::vector<unsigned long long> chain(nodes.size());
+  std::vector<uint64_t> place(nodes.size());
+  std::map<unsigned long long, size_t> chain_end;  // chain -> its last node so far
+  Clock all;
+  for (size_t i : order) {
+    Queued& q = *queued[i];
+    q.clock = base;
+    chain[i] = 0;
+    for (size_t d : nodes[i].deps) {
+      join(q.clock, queued[d]->clock);
+      if (!chain[i] && chain_end.at(chain[d]) == d) chain[i] = chain[d], place[i] = place[d] + 1;
+    }
+    if (!chain[i]) chain[i] = ++chains, place[i] = 1;
+    chain_end[chain[i]] = i;
+    q.clock[chain[i]] = place[i];
+    q.clock_id = chain[i];
+    q.clock_seq = place[i];
+    join(all, q.clock);
+  }
+  join(st->last_clock, all);  // the stream's later work comes after the whole graph
   return cudaSuccess;
 }
 

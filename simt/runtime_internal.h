@@ -53,6 +53,9 @@ bool any_capture();
 void forget_capture(const CUgraph_st* g);      // events recorded in it are plain again
 void end_forks(const CUgraph_st* g);           // the streams that joined its capture stop capturing
 cudaError_t submit(Node&& n, cudaStream_t s);  // enqueue, or append to the stream's capture
+// Queues an executable graph's nodes on s in `order` (a topological order of their deps), each
+// ordered for the race checks after its dependencies in the graph, not after the node before it.
+cudaError_t submit_graph(const std::vector<Node>& nodes, const std::vector<size_t>& order, cudaStream_t s);
 // Submits eager work and runs queued nodes until it has run (a copy the host waits for).
 cudaError_t submit_and_wait(Node&& n, cudaStream_t s);
 bool stream_is_capturing(cudaStream_t s);
@@ -69,6 +72,8 @@ void run_until(const std::function<bool()>& done);  // runs queued nodes, drawn 
 // its stream's order, the events it waited for, the legacy stream's rules and what the host had
 // synchronised with when it was submitted.
 using Clock = std::map<unsigned long long, uint64_t>;
+// Clock entries from here up are a graph launch's chains of nodes (submit_graph), not streams.
+constexpr unsigned long long kGraphChains = 1ull << 48;
 struct RunningNode {
   unsigned long long stream = 0;  // 0: no eager node is running (everything before is ordered)
   uint64_t seq = 0;

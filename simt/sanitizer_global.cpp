@@ -63,16 +63,21 @@ const LaunchNode* unordered_launch(const Access& old) {
   return answer;
 }
 
+// A clock entry named for a report: a stream, or a branch of a graph launch (runtime.cpp).
+std::string clock_name(unsigned long long id) {
+  return id >= kGraphChains ? "a branch of a graph launch" : "stream " + std::to_string(id);
+}
+
 [[noreturn]] void report_across_streams(uintptr_t a, size_t n, bool write, const void* pc, const Access& old,
                                         bool old_write, const LaunchNode& launch) {
   const RunningNode now = running_node();
   report("data race on global memory between streams: " + where_global(a, n, write), now_access(0, pc),
          write ? "write" : "read", nullptr, nullptr,
          (std::string(old_write ? "earlier write" : "earlier read") + " by kernel " + describe_code(launch.func) +
-          "\n        at " + describe_code(old.pc) + "\n    on stream " + std::to_string(launch.stream) +
-          ", not ordered before this launch on stream " + std::to_string(now.stream) +
-          ": nothing makes one wait for the other (cudaStreamWaitEvent on an event recorded after the "
-          "first, a synchronisation of the host between the two launches, the legacy stream's rules)\n")
+          "\n        at " + describe_code(old.pc) + "\n    on " + clock_name(launch.stream) +
+          ", not ordered before this launch on " + clock_name(now.stream) +
+          ": nothing makes one wait for the other (an event recorded after the first that the second's "
+          "stream waits for, a synchronisation of the host between the two, the legacy stream's rules)\n")
              .c_str());
 }
 
