@@ -226,4 +226,57 @@ TEST(SimtStreamOrder, AnEventSyncRunsWhatTheRecordFollows) {
   EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
 }
 
+// An event recorded again on another stream: its first record running says nothing about the
+// event, which stays not ready (cudaEventElapsedTime) until the last record has run.
+TEST(SimtStreamOrder, ARecordSupersededByALaterOneLeavesTheEventAlone) {
+  const int n = 8;
+  DeviceBuffer<float> d_x(std::vector<float>(n, 1.f)), d_y(n), d_z(n);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  TwoStreams s;
+  cudaEvent_t start, e;
+  ASSERT_EQ(cudaEventCreate(&start), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&e), cudaSuccess);
+  int second_pending = 0;
+  for (int t = 0; t < kTrials; ++t) {
+    ASSERT_EQ(cudaEventRecord(start, s.a), cudaSuccess);
+    ASSERT_EQ(simt_test::axpb(d_x.get(), d_y.get(), n, 2.f, 0.f, s.a), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(e, s.a), cudaSuccess);
+    ASSERT_EQ(simt_test::axpb(d_x.get(), d_z.get(), n, 3.f, 0.f, s.b), cudaSuccess);
+    ASSERT_EQ(cudaEventRecord(e, s.b), cudaSuccess);  // e now stands for this record
+    ASSERT_EQ(cudaStreamSynchronize(s.a), cudaSuccess);
+    float ms = 0.f;
+    const cudaError_t got = cudaEventElapsedTime(&ms, start, e);
+    if (got == cudaErrorNotReady) {
+      ++second_pending;
+      (void)cudaGetLastError();
+    } else {
+      EXPECT_EQ(got, cudaSuccess);
+    }
+    ASSERT_EQ(cudaStreamSynchronize(s.b), cudaSuccess);
+    EXPECT_EQ(cudaEventElapsedTime(&ms, start, e), cudaSuccess) << "trial " << t;
+  }
+  EXPECT_GT(second_pending, 0) << "the first record, run, made the event ready while the second was queued";
+  EXPECT_EQ(cudaEventDestroy(e), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(start), cudaSuccess);
+}
+
+// A stream destroyed with work queued: the work still runs (cudaStreamDestroy returns at once and
+// the GPU finishes the stream's work).
+TEST(SimtStreamOrder, ADestroyedStreamsQueuedWorkStillRuns) {
+  const int n = 8;
+  float* pinned = nullptr;
+  ASSERT_EQ(cudaMallocHost(&pinned, n * sizeof(float)), cudaSuccess);
+  for (int i = 0; i < n; ++i) pinned[i] = -1.f;
+  DeviceBuffer<float> d_x(std::vector<float>(n, 1.f));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(simt_test::axpb(d_x.get(), pinned, n, 6.f, 0.f, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  EXPECT_EQ(pinned[0], -1.f) << "nothing ran yet";
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (int i = 0; i < n; ++i) EXPECT_EQ(pinned[i], 6.f) << i;
+  EXPECT_EQ(cudaFreeHost(pinned), cudaSuccess);
+}
+
 }  // namespace
