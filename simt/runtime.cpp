@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "simt/runtime_internal.h"
+#include "simt/sanitizer.h"
 
 namespace simt::detail {
 namespace {
@@ -361,6 +362,7 @@ void drain() {
 void sync_device() {
   drain();
   join(g_host_clock, g_all_clock);
+  san_all_launches_ordered();
 }
 
 void drain_stream(cudaStream_t s) {

@@ -56,6 +56,9 @@ std::string nearest_device_allocation(uintptr_t a);
 // The address range device allocations come from (memory.cpp): anything in it is global memory.
 extern uintptr_t g_arena_lo, g_arena_hi;
 void san_device_freed(uintptr_t lo, size_t n);  // forget the checks' records of a freed range
+// The host has synchronised with every node: each launch so far is ordered before all later
+// work, so the record of which node each launch was can go (it grows by one a launch).
+void san_all_launches_ordered();
 
 // file:line (function) for a code address, through addr2line; the raw address when unknown
 // (describe_code.cpp).

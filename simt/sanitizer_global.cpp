@@ -159,6 +159,8 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
 
 }  // namespace san
 
+void san_all_launches_ordered() { san::g_launch_nodes.clear(); }
+
 void san_device_freed(uintptr_t lo, size_t n) {
   using namespace san;
   if (g_gshadow) madvise(&g_gshadow[(lo - g_arena_lo) / 4], n / 4 * sizeof(GlobalCell), MADV_DONTNEED);
