@@ -33,10 +33,9 @@ struct Queued {
   uint64_t prev = 0;            // the node submitted before it on its stream (0: none)
   std::vector<uint64_t> after;  // other streams' nodes it waits for (events, the legacy stream)
   Clock clock;                  // the nodes ordered before it (runtime_internal.h)
-  // Its entry in the clocks: (its stream, seq), or for a graph's node (a chain of the graph, its
-  // place in the chain): submit_graph.
-  unsigned long long clock_id = 0;
-  uint64_t clock_seq = 0;
+  // A graph launch's node: its chain and place in it (submit_graph), else 0.
+  unsigned long long chain = 0;
+  uint64_t place = 0;
 };
 struct Queue {
   std::deque<Queued> nodes;
@@ -47,7 +46,7 @@ std::set<uint64_t> g_pending;                  // the seqs queued and not yet ru
 uint64_t g_next_seq = 0, g_last_run = 0;
 unsigned long long g_last_queue = 0;  // the stream of the node that ran last (0: none yet)
 Clock g_host_clock;                   // the nodes the host has synchronised with
-Clock g_all_clock;                    // every node run so far: what a device-wide synchronisation tells the host
+Clock g_all_clock;                    // each stream's last node run: what a device-wide sync tells the host
 RunningNode g_running;
 
 // Legacy-stream work the host has already returned from but nothing has ordered yet: the tail
@@ -229,8 +228,6 @@ void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for) {
   if (blocking) join(q.clock, g_legacy_stream.last_clock);
   const unsigned long long id = queue_id(st);
   q.clock[id] = q.seq;
-  q.clock_id = id;
-  q.clock_seq = q.seq;
   // An overlapped launch that also waits for another stream is an ordinary one: it overlaps
   // only the kernel before it on its own stream (the rule run_until keeps by running it next).
   if (q.node.kind == NodeKind::Kernel && !q.after.empty()) q.node.kernel.overlapped = false;
@@ -283,8 +280,9 @@ void run_until(const std::function<bool()>& done) {
     if (q.node.kind == NodeKind::Kernel && q.prev != g_last_run) q.node.kernel.overlapped = false;
     g_last_run = q.seq;
     g_last_queue = pick;
-    join(g_all_clock, q.clock);
-    g_running = RunningNode{q.clock_id, q.clock_seq, &q.clock};
+    uint64_t& ran = g_all_clock[pick];
+    ran = std::max(ran, q.seq);
+    g_running = RunningNode{NodeId{pick, q.seq, q.chain, q.place}, &q.clock};
     run_node(q.node);
     g_running = RunningNode{};
   }
@@ -297,10 +295,13 @@ void restart_stream_order() {
   g_order_seeded = true;
 }
 
-bool ordered_before_running(unsigned long long stream, uint64_t seq) {
-  if (!g_running.clock) return true;
-  const auto it = g_running.clock->find(stream);
-  return it != g_running.clock->end() && it->second >= seq;
+bool ordered_before_running(const NodeId& n) {
+  if (!g_running.clock || !n.stream) return true;
+  const auto reaches = [](unsigned long long entry, uint64_t seq) {
+    const auto it = g_running.clock->find(entry);
+    return it != g_running.clock->end() && it->second >= seq;
+  };
+  return reaches(n.stream, n.seq) || (n.chain && reaches(n.chain, n.place));
 }
 
 cudaError_t submit_and_wait(Node&& n, cudaStream_t s) {
@@ -321,6 +322,7 @@ cudaError_t submit_graph(const std::vector<Node>& nodes, const std::vector<size_
   // The nodes are queued one after the other, in the drawn order; for the race checks each is
   // ordered after its dependencies only. The graph splits into chains (a node continues the chain
   // its first dependency ends, else starts one), each a clock entry of its own for this launch.
+  // The work after the launch is ordered after all of it by the stream's entry, as before.
   CUstream_st* st = resolve(s);
   const unsigned long long id = queue_id(st);
   Queue& queue = g_queues.at(id);
@@ -335,7 +337,6 @@ cudaError_t submit_graph(const std::vector<Node>& nodes, const std::vector<size_
   std::vector<unsigned long long> chain(nodes.size());
   std::vector<uint64_t> place(nodes.size());
   std::map<unsigned long long, size_t> chain_end;  // chain -> its last node so far
-  Clock all;
   for (size_t i : order) {
     Queued& q = *queued[i];
     q.clock = base;
@@ -347,11 +348,9 @@ cudaError_t submit_graph(const std::vector<Node>& nodes, const std::vector<size_
     if (!chain[i]) chain[i] = ++chains, place[i] = 1;
     chain_end[chain[i]] = i;
     q.clock[chain[i]] = place[i];
-    q.clock_id = chain[i];
-    q.clock_seq = place[i];
-    join(all, q.clock);
+    q.chain = chain[i];
+    q.place = place[i];
   }
-  join(st->last_clock, all);  // the stream's later work comes after the whole graph
   return cudaSuccess;
 }
 

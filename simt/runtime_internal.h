@@ -67,24 +67,30 @@ void sync_device();                 // drain(), and the host has waited for ever
 void drain_stream(cudaStream_t s);  // runs queued nodes until s's (and what it waits for) have run
 void run_until(const std::function<bool()>& done);  // runs queued nodes, drawn in turn, until done()
 
-// Happens-before between eager nodes, for the sanitizer's check across streams: a vector clock
-// (stream id -> the last node of that stream known to have completed before) for each node, from
-// its stream's order, the events it waited for, the legacy stream's rules and what the host had
-// synchronised with when it was submitted.
+// Happens-before between queued nodes, for the sanitizer's check across streams: a vector clock
+// for each node (entry -> the last node of it ordered before), from its stream's order, the
+// events it waited for, the legacy stream's rules and what the host had synchronised with when it
+// was submitted. Entries are streams (their nodes' seqs), and within one graph launch its chains
+// of nodes (submit_graph), which only that launch's nodes carry: the work after a graph knows it
+// through the stream's entry.
 using Clock = std::map<unsigned long long, uint64_t>;
-// Clock entries from here up are a graph launch's chains of nodes (submit_graph), not streams.
-constexpr unsigned long long kGraphChains = 1ull << 48;
-struct RunningNode {
-  unsigned long long stream = 0;  // 0: no eager node is running (everything before is ordered)
+constexpr unsigned long long kGraphChains = 1ull << 48;  // chain entries from here up
+struct NodeId {
+  unsigned long long stream = 0;  // 0: none (run outside the queues: ordered before what follows)
   uint64_t seq = 0;
+  unsigned long long chain = 0;  // a graph launch's node: its chain and place in it (else 0)
+  uint64_t place = 0;
+};
+struct RunningNode {
+  NodeId id;
   const Clock* clock = nullptr;
 };
 RunningNode running_node();
+// Whether node n completed before the running node started, by the rules above.
+bool ordered_before_running(const NodeId& n);
 // The draws that pick which stream's ready work runs next start again from the schedule seed
 // (simt::set_seed does this).
 void restart_stream_order();
-// Whether node (stream, seq) completed before the running node started, by the rules above.
-bool ordered_before_running(unsigned long long stream, uint64_t seq);
 // Queues the legacy-stream work nothing has ordered yet (a pageable synchronous copy's DMA, a
 // synchronous memset) behind what is queued: at a point that orders the legacy stream.
 void settle_legacy();

@@ -32,10 +32,9 @@ std::string where_global(uintptr_t a, size_t n, bool write) {
   return buf;
 }
 
-// Each launch's eager node, by the launch's first epoch (its epochs run to the next launch's).
+// Each launch's queued node, by the launch's first epoch (its epochs run to the next launch's).
 struct LaunchNode {
-  unsigned long long stream;  // 0: run outside the queues (ordered before everything after it)
-  uint64_t seq;
+  NodeId node;
   const void* func;
 };
 std::map<uint32_t, LaunchNode> g_launch_nodes;
@@ -56,16 +55,16 @@ const LaunchNode* unordered_launch(const Access& old) {
       --it;
       lo = it->first;
       const LaunchNode& n = it->second;
-      answer = n.stream && !ordered_before_running(n.stream, n.seq) ? &n : nullptr;
+      answer = ordered_before_running(n.node) ? nullptr : &n;
     }
     for_launch = g_launch_epoch;
   }
   return answer;
 }
 
-// A clock entry named for a report: a stream, or a branch of a graph launch (runtime.cpp).
-std::string clock_name(unsigned long long id) {
-  return id >= kGraphChains ? "a branch of a graph launch" : "stream " + std::to_string(id);
+// A node named for a report: its stream, and whether it belongs to a graph launch.
+std::string node_name(const NodeId& n) {
+  return (n.chain ? "a branch of a graph launch on stream " : "stream ") + std::to_string(n.stream);
 }
 
 [[noreturn]] void report_across_streams(uintptr_t a, size_t n, bool write, const void* pc, const Access& old,
@@ -74,8 +73,8 @@ std::string clock_name(unsigned long long id) {
   report("data race on global memory between streams: " + where_global(a, n, write), now_access(0, pc),
          write ? "write" : "read", nullptr, nullptr,
          (std::string(old_write ? "earlier write" : "earlier read") + " by kernel " + describe_code(launch.func) +
-          "\n        at " + describe_code(old.pc) + "\n    on " + clock_name(launch.stream) +
-          ", not ordered before this launch on " + clock_name(now.stream) +
+          "\n        at " + describe_code(old.pc) + "\n    on " + node_name(launch.node) +
+          ", not ordered before this launch on " + node_name(now.id) +
           ": nothing makes one wait for the other (an event recorded after the first that the second's "
           "stream waits for, a synchronisation of the host between the two, the legacy stream's rules)\n")
              .c_str());
@@ -108,7 +107,7 @@ void check_before_wait(uintptr_t a, size_t n, bool write, const void* pc) {
 
 void global_launch_begin(const void* func) {
   const RunningNode r = running_node();
-  g_launch_nodes[g_launch_epoch] = LaunchNode{r.stream, r.seq, func};
+  g_launch_nodes[g_launch_epoch] = LaunchNode{r.id, func};
 }
 
 void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* pc) {
