@@ -200,6 +200,16 @@ cudaError_t cudaMallocHost(void** p, size_t n) { return alloc(p, n, MemKind::Pin
 cudaError_t cudaHostAlloc(void** p, size_t n, unsigned int) { return alloc(p, n, MemKind::Pinned); }
 cudaError_t cudaFreeHost(void* p) { return release(p, MemKind::Pinned); }
 
+// A copy or memset node: op runs it; dst, src and n are what the memory checks see of it.
+static Node transfer(NodeKind kind, void* dst, const void* src, size_t n, std::function<void()> op) {
+  Node node(kind);
+  node.op = std::move(op);
+  node.dst = dst;
+  node.src = src;
+  node.bytes = n;
+  return node;
+}
+
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind) {
   MemKind dk, sk;
   if (cudaError_t e = check_copy(dst, src, n, kind, &dk, &sk)) return set_error(e);
@@ -212,9 +222,8 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t n, cudaMemcpyKind kind
     // on the legacy stream, unordered with non-blocking streams.
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
                                                                static_cast<const unsigned char*>(src) + n);
-    Node node(NodeKind::Memcpy);
-    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
-    defer_on_legacy(std::move(node));
+    defer_on_legacy(transfer(NodeKind::Memcpy, dst, nullptr, n,
+                             [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); }));
     return cudaSuccess;
   }
   std::memmove(dst, src, n);
@@ -233,19 +242,18 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind
   }
   if (n == 0) return cudaSuccess;
   if (dk == MemKind::Pageable) {  // to pageable memory CUDA returns after the copy completed
-    Node node(NodeKind::Memcpy);
-    node.op = [dst, src, n] { std::memmove(dst, src, n); };
-    return submit_and_wait(std::move(node), stream);
+    return submit_and_wait(transfer(NodeKind::Memcpy, dst, src, n, [dst, src, n] { std::memmove(dst, src, n); }),
+                           stream);
   }
-  Node node(NodeKind::Memcpy);
   if (sk == MemKind::Pageable) {  // from pageable memory CUDA stages the source before returning
     auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
                                                                static_cast<const unsigned char*>(src) + n);
-    node.op = [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); };
-  } else {
-    node.op = [dst, src, n] { std::memmove(dst, src, n); };  // pointers kept: copies at execution
+    return submit(transfer(NodeKind::Memcpy, dst, nullptr, n,
+                           [dst, staged] { std::memcpy(dst, staged->data(), staged->size()); }),
+                  stream);
   }
-  return submit(std::move(node), stream);
+  // Pointers kept: the copy reads the source when it runs.
+  return submit(transfer(NodeKind::Memcpy, dst, src, n, [dst, src, n] { std::memmove(dst, src, n); }), stream);
 }
 
 cudaError_t cudaMemcpyToSymbol(const void* symbol, const void* src, size_t n, size_t offset, cudaMemcpyKind) {
@@ -275,15 +283,11 @@ cudaError_t cudaMemset(void* p, int value, size_t n) {
   if (cudaError_t e = forbid_in_capture()) return e;
   if (n == 0) return cudaSuccess;
   // Asynchronous with respect to the host for device memory, on the legacy stream.
-  Node node(NodeKind::Memset);
-  node.op = [p, value, n] { std::memset(p, value, n); };
-  defer_on_legacy(std::move(node));
+  defer_on_legacy(transfer(NodeKind::Memset, p, nullptr, n, [p, value, n] { std::memset(p, value, n); }));
   return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* p, int value, size_t n, cudaStream_t stream) {
   if (cudaError_t e = check_memset(p, n)) return set_error(e);
-  Node node(NodeKind::Memset);
-  node.op = [p, value, n] { std::memset(p, value, n); };
-  return submit(std::move(node), stream);
+  return submit(transfer(NodeKind::Memset, p, nullptr, n, [p, value, n] { std::memset(p, value, n); }), stream);
 }

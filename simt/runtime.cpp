@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "simt/runtime_internal.h"
@@ -54,7 +55,8 @@ RunningNode g_running;
 // synchronous cudaMemset. Non-blocking streams never wait for it; it joins the legacy stream's
 // queue (as late as CUDA allows) when work goes to the legacy stream or a blocking stream, or
 // the legacy stream or the device is synchronised.
-std::vector<Node> g_legacy_pending;
+// Each with what the host had synchronised with when it returned (the work's clock starts there).
+std::vector<std::pair<Node, Clock>> g_legacy_pending;
 CUstream_st g_legacy_stream, g_per_thread_stream;
 std::set<CUstream_st*> g_streams;
 std::set<CUevent_st*> g_events;
@@ -110,6 +112,7 @@ void run_node(const Node& n) {
       run_conditional(n);
       break;
     default:
+      if (n.kind == NodeKind::Memcpy || n.kind == NodeKind::Memset) san_copy(n.dst, n.src, n.bytes);
       n.op();
       break;
   }
@@ -179,7 +182,7 @@ cudaError_t forbid_in_capture() {
 
 // Queues n on st's queue (eager work), after what the legacy stream's rules and, when given, the
 // event's last record order before it.
-void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for = nullptr);
+void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for = nullptr, const Clock* host = nullptr);
 
 cudaError_t submit(Node&& n, cudaStream_t s) {
   CUstream_st* st = resolve(s);
@@ -213,9 +216,9 @@ cudaError_t submit(Node&& n, cudaStream_t s) {
   return cudaSuccess;
 }
 
-void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for) {
+void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for, const Clock* host) {
   const bool legacy = st == &g_legacy_stream, blocking = !legacy && !(st->flags & cudaStreamNonBlocking);
-  Queued q{std::move(n), ++g_next_seq, st->last_seq, {}, g_host_clock};
+  Queued q{std::move(n), ++g_next_seq, st->last_seq, {}, host ? *host : g_host_clock};
   join(q.clock, st->last_clock);
   if (waits_for) {
     if (pending(waits_for->record_seq)) q.after.push_back(waits_for->record_seq);
@@ -240,12 +243,12 @@ void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for) {
   queue.nodes.push_back(std::move(q));
 }
 
-void defer_on_legacy(Node&& n) { g_legacy_pending.push_back(std::move(n)); }
+void defer_on_legacy(Node&& n) { g_legacy_pending.emplace_back(std::move(n), g_host_clock); }
 
 void settle_legacy() {
-  std::vector<Node> nodes = std::move(g_legacy_pending);
+  auto nodes = std::move(g_legacy_pending);
   g_legacy_pending.clear();
-  for (Node& n : nodes) enqueue(std::move(n), &g_legacy_stream);
+  for (auto& [n, host] : nodes) enqueue(std::move(n), &g_legacy_stream, nullptr, &host);
 }
 
 void run_until(const std::function<bool()>& done) {

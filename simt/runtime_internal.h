@@ -25,9 +25,14 @@ enum class NodeKind { Kernel, Memcpy, Memset, HostOp, EventRecord, Conditional }
 struct Node {
   explicit Node(NodeKind k) : kind(k) {}
   NodeKind kind;
-  const void* func = nullptr;   // kernel function, or the identity of a host op (GEMM)
-  KernelLaunch kernel{};        // Kernel
-  std::function<void()> op;     // Memcpy, Memset, HostOp: runs the whole operation
+  const void* func = nullptr;  // kernel function, or the identity of a host op (GEMM)
+  KernelLaunch kernel{};       // Kernel
+  std::function<void()> op;    // Memcpy, Memset, HostOp: runs the whole operation
+  // Memcpy, Memset: the bytes written at dst and read at src (nullptr: a memset, or a staged
+  // host source), for the memory checks (san_copy).
+  void* dst = nullptr;
+  const void* src = nullptr;
+  size_t bytes = 0;
   CUevent_st* event = nullptr;  // EventRecord
   // Conditional: its handle, its type, and (in an instantiated graph) the body's copied nodes.
   cudaGraphConditionalHandle cond = 0;

@@ -59,6 +59,9 @@ void san_device_freed(uintptr_t lo, size_t n);  // forget the checks' records of
 // The host has synchronised with every node: each launch so far is ordered before all later
 // work, so the record of which node each launch was can go (it grows by one a launch).
 void san_all_launches_ordered();
+// A copy or memset node about to write [dst, dst + n) and read [src, src + n) (src may be null):
+// their device words join the checks of races between streams, like a launch's accesses.
+void san_copy(void* dst, const void* src, size_t n);
 
 // file:line (function) for a code address, through addr2line; the raw address when unknown
 // (describe_code.cpp).

@@ -32,6 +32,22 @@ std::string where_global(uintptr_t a, size_t n, bool write) {
   return buf;
 }
 
+void map_shadow() {
+  if (g_gshadow) return;
+  const size_t bytes = (g_arena_hi - g_arena_lo) / 4 * sizeof(GlobalCell);
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    fatal("cannot reserve " + std::to_string(bytes >> 30) + " GiB of address space for the shadow of device memory (" +
+          std::strerror(errno) + "); SIMT_CHECKS=0 runs without the checks");
+  g_gshadow = static_cast<GlobalCell*>(p);
+}
+
+// The byte mask of [a, a + n) within the word at w.
+uint32_t word_mask(uintptr_t w, uintptr_t a, size_t n) {
+  const uintptr_t b0 = std::max(w, a), b1 = std::min(w + 4, a + n);
+  return ((1u << (b1 - b0)) - 1) << (b0 - w);
+}
+
 // Each launch's queued node, by the launch's first epoch (its epochs run to the next launch's).
 struct LaunchNode {
   NodeId node;
@@ -62,9 +78,18 @@ const LaunchNode* unordered_launch(const Access& old) {
   return answer;
 }
 
+// An earlier access's launch named for a report: a kernel and the site, or a copy or memset.
+std::string launch_name(const LaunchNode& launch, const Access& old) {
+  if (!launch.func) return "an asynchronous copy or memset";
+  return "kernel " + describe_code(launch.func) + "\n        at " + describe_code(old.pc);
+}
+
 // A node named for a report: its stream, and whether it belongs to a graph launch.
 std::string node_name(const NodeId& n) {
-  return (n.chain ? "a branch of a graph launch on stream " : "stream ") + std::to_string(n.stream);
+  const std::string stream = n.stream == 1   ? "the legacy stream"
+                             : n.stream == 2 ? "the per-thread stream"
+                                             : "stream " + std::to_string(n.stream);
+  return n.chain ? "a branch of a graph launch on " + stream : stream;
 }
 
 [[noreturn]] void report_across_streams(uintptr_t a, size_t n, bool write, const void* pc, const Access& old,
@@ -72,9 +97,8 @@ std::string node_name(const NodeId& n) {
   const RunningNode now = running_node();
   report("data race on global memory between streams: " + where_global(a, n, write), now_access(0, pc),
          write ? "write" : "read", nullptr, nullptr,
-         (std::string(old_write ? "earlier write" : "earlier read") + " by kernel " + describe_code(launch.func) +
-          "\n        at " + describe_code(old.pc) + "\n    on " + node_name(launch.node) +
-          ", not ordered before this launch on " + node_name(now.id) +
+         (std::string(old_write ? "earlier write" : "earlier read") + " by " + launch_name(launch, old) + "\n    on " +
+          node_name(launch.node) + ", not ordered before this launch on " + node_name(now.id) +
           ": nothing makes one wait for the other (an event recorded after the first that the second's "
           "stream waits for, a synchronisation of the host between the two, the legacy stream's rules)\n")
              .c_str());
@@ -121,19 +145,10 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
     }
   }
   if (atomic) return;
-  if (!g_gshadow) {
-    const size_t bytes = (g_arena_hi - g_arena_lo) / 4 * sizeof(GlobalCell);
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
-      fatal("cannot reserve " + std::to_string(bytes >> 30) +
-            " GiB of address space for the shadow of device memory (" + std::strerror(errno) +
-            "); SIMT_CHECKS=0 runs without the checks");
-    g_gshadow = static_cast<GlobalCell*>(p);
-  }
+  map_shadow();
   if (g_overlapped && !g_waited[g_cur]) check_before_wait(a, n, write, pc);
   for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
-    const uintptr_t b0 = std::max(w, a), b1 = std::min(w + 4, a + n);
-    const uint32_t mask = ((1u << (b1 - b0)) - 1) << (b0 - w);
+    const uint32_t mask = word_mask(w, a, n);
     GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
     if (const LaunchNode* o = unordered_launch(c.w)) report_across_streams(a, n, write, pc, c.w, true, *o);
     if (write)
@@ -159,6 +174,39 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
 }  // namespace san
 
 void san_all_launches_ordered() { san::g_launch_nodes.clear(); }
+
+void san_copy(void* dst, const void* src, size_t n) {
+  using namespace san;
+  if (!checks_on() || n == 0) return;
+  g_launch_epoch = ++g_epoch;  // the copy's accesses are one launch's for the checks
+  global_launch_begin(nullptr);
+  map_shadow();
+  const auto in_arena = [](uintptr_t a) { return a >= g_arena_lo && a < g_arena_hi; };
+  const auto side = [&](uintptr_t a, bool write) {
+    if (!a || !in_arena(a)) return;
+    for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
+      GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
+      const LaunchNode* o = unordered_launch(c.w);
+      const bool old_write = o != nullptr;
+      if (!o && write) o = unordered_launch(c.r);
+      if (o) {
+        const RunningNode now = running_node();
+        fatal("data race on global memory between streams: " + where_global(a, n, write) +
+              " by an asynchronous copy or memset on " + node_name(now.id) + "\n    " +
+              (old_write ? "earlier write" : "earlier read") + " by " + launch_name(*o, old_write ? c.w : c.r) +
+              "\n    on " + node_name(o->node) +
+              ", not ordered before this copy: nothing makes one wait for the other (an event recorded after "
+              "the first that the second's stream waits for, a synchronisation of the host between the two, "
+              "the legacy stream's rules)");
+      }
+      Access now;
+      now.epoch = g_epoch, now.mask = word_mask(w, a, n);
+      (write ? c.w : c.r) = now;
+    }
+  };
+  side(reinterpret_cast<uintptr_t>(src), false);
+  side(reinterpret_cast<uintptr_t>(dst), true);
+}
 
 void san_device_freed(uintptr_t lo, size_t n) {
   using namespace san;
