@@ -56,6 +56,9 @@ struct Operands {
         x16(cuda::device_array<Bf16>(size_t(m) * h)),
         w16(cuda::device_array<Bf16>(size_t(h) * h)),
         dy16(cuda::device_array<Bf16>(size_t(m) * h)) {
+    // A synchronous copy from pageable memory may land after it returns, on the legacy stream,
+    // which st (non-blocking) does not wait for: wait for the uploads before st reads them.
+    CUDA_CHECK(cudaStreamSynchronize(nullptr));
     to_bf16_cuda(x.get(), x16.get(), size_t(m) * h, st);
     to_bf16_cuda(w.get(), w16.get(), size_t(h) * h, st);
     to_bf16_cuda(dy.get(), dy16.get(), size_t(m) * h, st);
