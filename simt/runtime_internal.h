@@ -2,7 +2,7 @@
 // Work is a Node: a kernel launch, a copy, a memset, a host-side op (cuBLAS GEMM) or an event
 // record. Nodes submitted to a stream go to the stream's queue, behind what it waits for on
 // other streams (events, the legacy stream's rules), and run only at synchronisation points, the
-// next one drawn among the streams' ready heads (runtime.cpp); on a capturing stream they become the
+// next one drawn among the streams' ready heads (queues.cpp); on a capturing stream they become the
 // nodes of the stream's graph instead, each depending on what came before it on its stream and
 // on the events that stream waited for (graph.cpp).
 #pragma once
@@ -58,6 +58,8 @@ bool any_capture();
 void forget_capture(const CUgraph_st* g);      // events recorded in it are plain again
 void end_forks(const CUgraph_st* g);           // the streams that joined its capture stop capturing
 cudaError_t submit(Node&& n, cudaStream_t s);  // enqueue, or append to the stream's capture
+// The created and per-thread streams that synchronise with the legacy one (runtime.cpp).
+std::vector<CUstream_st*> blocking_streams();
 // Queues an executable graph's nodes on s in `order` (a topological order of their deps), each
 // ordered for the race checks after its dependencies in the graph, not after the node before it.
 cudaError_t submit_graph(const std::vector<Node>& nodes, const std::vector<size_t>& order, cudaStream_t s);
@@ -93,6 +95,12 @@ struct RunningNode {
 RunningNode running_node();
 // Whether node n completed before the running node started, by the rules above.
 bool ordered_before_running(const NodeId& n);
+// Queues n on st's queue (eager work, queues.cpp), after what the legacy stream's rules and, when
+// given, the event's last record order before it; `host`: what the host had synchronised with
+// when the work was issued (default: now).
+void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for = nullptr, const Clock* host = nullptr);
+// Runs queued nodes until the event's last record has run; the host then knows what it follows.
+void wait_for_record(const CUevent_st* e);
 // The draws that pick which stream's ready work runs next start again from the schedule seed
 // (simt::set_seed does this).
 void restart_stream_order();
