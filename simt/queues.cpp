@@ -33,7 +33,7 @@ struct Queued {
 };
 struct Queue {
   std::deque<Queued> nodes;
-  bool legacy = false, blocking = false;  // the legacy stream; a stream that syncs with it
+  bool blocking = false;  // a stream that syncs with the legacy one (known after it is destroyed)
 };
 std::map<unsigned long long, Queue> g_queues;  // by stream id; a queue that empties is erased
 std::set<uint64_t> g_pending;                  // the seqs queued and not yet run
@@ -80,8 +80,8 @@ void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for, const Clock
     join(q.clock, waits_for->record_clock);
   }
   // The legacy stream waits for every blocking stream's earlier work, and they for its.
-  for (const auto& [id, other] : g_queues)
-    if (legacy ? other.blocking : blocking && other.legacy) q.after.push_back(other.nodes.back().seq);
+  for (const auto& [other_id, other] : g_queues)
+    if (legacy ? other.blocking : blocking && other_id == legacy_stream().id) q.after.push_back(other.nodes.back().seq);
   if (legacy)
     for (const CUstream_st* b : blocking_streams()) join(q.clock, b->last_clock);
   if (blocking) join(q.clock, legacy_stream().last_clock);
@@ -94,7 +94,6 @@ void enqueue(Node&& n, CUstream_st* st, const CUevent_st* waits_for, const Clock
   st->last_clock = q.clock;
   g_pending.insert(q.seq);
   Queue& queue = g_queues[id];
-  queue.legacy = legacy;
   queue.blocking = blocking;
   queue.nodes.push_back(std::move(q));
 }
