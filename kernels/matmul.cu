@@ -128,15 +128,21 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank) {
 
 void* Blas::workspace(cudaStream_t stream) {
   if (options_.workspace_bytes == 0) return nullptr;
-  unsigned long long id = 0;
-  CUDA_CHECK(cudaStreamGetId(stream, &id));
-  auto it = workspaces_.find(id);
-  if (it != workspaces_.end()) return it->second.get();
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
-  if (capturing != cudaStreamCaptureStatusNone)
-    throw CudaError("Blas: first product on a stream inside a stream capture; use the stream eagerly first");
-  return workspaces_.emplace(id, cuda::device_array<std::byte>(options_.workspace_bytes)).first->second.get();
+  auto it = workspaces_.find(stream);
+  if (capturing != cudaStreamCaptureStatusNone) {
+    if (it == workspaces_.end())
+      throw CudaError("Blas: first product on a stream inside a stream capture; use the stream eagerly first");
+    return it->second.memory.get();
+  }
+  unsigned long long id = 0;
+  CUDA_CHECK(cudaStreamGetId(stream, &id));
+  if (it != workspaces_.end() && it->second.stream_id == id) return it->second.memory.get();
+  if (it != workspaces_.end()) retired_workspaces_.push_back(std::move(it->second.memory));
+  Workspace& w = workspaces_[stream];
+  w = Workspace{id, cuda::device_array<std::byte>(options_.workspace_bytes)};
+  return w.memory.get();
 }
 
 namespace {

@@ -138,11 +138,18 @@ class Blas {
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulPreference_t pref_ = nullptr;
   // A workspace per stream, so that products on two streams may run at once: allocated at a
-  // stream's first product, which must be eager (never by cuBLASLt, never inside a capture), and
-  // kept by the stream's id (cudaStreamGetId), which a later stream does not reuse as it may its
-  // handle.
+  // stream's first product, which must be eager (never by cuBLASLt, never inside a capture). It is
+  // found by the stream's handle and, eagerly, checked against the stream's id (cudaStreamGetId,
+  // which a GPU refuses inside a capture): a later stream may reuse a destroyed one's handle, never
+  // its id. A reused handle's old workspace is retired, not freed, since a graph captured on the
+  // old stream may still use it.
+  struct Workspace {
+    unsigned long long stream_id = 0;
+    cuda::DeviceArray<std::byte> memory;
+  };
   void* workspace(cudaStream_t stream);
-  std::map<unsigned long long, cuda::DeviceArray<std::byte>> workspaces_;
+  std::map<cudaStream_t, Workspace> workspaces_;
+  std::vector<cuda::DeviceArray<std::byte>> retired_workspaces_;
   std::map<Shape, Plan> plans_;
   const Plan* last_ = nullptr;  // the plan of the last product run (map nodes do not move)
 };

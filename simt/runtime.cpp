@@ -291,9 +291,16 @@ cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
   return cudaSuccess;
 }
 
+// A GPU refuses the call inside a capture (the H200's driver 580 answered
+// cudaErrorStreamCaptureUnsupported for the capturing stream), and the capture is then lost.
 cudaError_t cudaStreamGetId(cudaStream_t s, unsigned long long* id) {
   const CUstream_st* st = resolve(s);
   if (!st || !id) return set_error(!st ? cudaErrorInvalidResourceHandle : cudaErrorInvalidValue);
+  if (st->capturing) {
+    invalidate_captures();
+    return set_error(cudaErrorStreamCaptureUnsupported);
+  }
+  if (const cudaError_t e = forbid_in_capture(); e != cudaSuccess) return e;
   *id = st->id;
   return cudaSuccess;
 }

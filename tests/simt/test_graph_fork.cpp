@@ -189,4 +189,25 @@ TEST(SimtGraphFork, StreamIdsAreNotReused) {
   EXPECT_TRUE(seen.insert(legacy).second);
 }
 
+// A GPU refuses cudaStreamGetId on a capturing stream and loses the capture (the H200's driver
+// 580 did, where the emulator had answered): Blas asks only eagerly. The emulator refuses the
+// call on another stream during a global-mode capture too, as it does the other unsafe calls: a
+// stricter answer than any GPU was seen to give.
+TEST(SimtGraphFork, StreamIdsAreRefusedInsideACapture) {
+  for (const bool same_stream : {true, false}) {
+    Streams k;
+    unsigned long long before = 0, id = 0;
+    ASSERT_EQ(cudaStreamGetId(k.s0, &before), cudaSuccess);
+    ASSERT_EQ(cudaStreamBeginCapture(k.s0, cudaStreamCaptureModeGlobal), cudaSuccess);
+    EXPECT_EQ(cudaStreamGetId(same_stream ? k.s0 : k.s1, &id), cudaErrorStreamCaptureUnsupported);
+    (void)cudaGetLastError();
+    cudaGraph_t g = nullptr;
+    EXPECT_EQ(cudaStreamEndCapture(k.s0, &g), cudaErrorStreamCaptureInvalidated);
+    EXPECT_EQ(g, nullptr);
+    (void)cudaGetLastError();
+    ASSERT_EQ(cudaStreamGetId(k.s0, &id), cudaSuccess) << "after the capture, asked again";
+    EXPECT_EQ(id, before);
+  }
+}
+
 }  // namespace
