@@ -198,7 +198,12 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   T* const h1_out = reinterpret_cast<T*>(sizeof(T) == sizeof(float) ? static_cast<void*>(s.next.h1)
                                                                     : static_cast<void*>(s.next.h1_bf16));
   const uint32_t epoch = *s.epoch;  // once: after every cluster barrier it would come from L2 again
-  GRPO_CLUSTER_SYNC();              // every block of the cluster has started: its shared memory may be written
+  // The cluster barrier below orders the states' stores before warps 1.. read them (ClusterHooks'
+  // game ahead). racecheck reported their bytes as hazards on the H200, its only ones, seemingly
+  // not counting a cluster barrier as the block's own; this once-a-launch block barrier lets it
+  // check the rest.
+  __syncthreads();
+  GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory may be written
 
   for (uint32_t t = 0; t < steps; ++t) {
     const size_t shift = size_t(t) * N;  // step t's rows
