@@ -110,7 +110,7 @@ class CudaExecutor final : public Executor {
     if (cfg_.precision == Precision::Tf32) return "TF32 products stay on cuBLASLt";
     if (!linear_forward_takes_few_rows(cfg_.games(), cfg_.hidden_size, cfg_.hidden_size, false))
       return std::to_string(cfg_.games()) + " games at hidden " + std::to_string(cfg_.hidden_size) + " (it takes 1-" +
-             std::to_string(kFewRowsMax) + " games, hidden from 32)";
+             std::to_string(kFewRowsMax) + " games, hidden 32-" + std::to_string(kFewRowsMaxWidth) + ")";
     if (!rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), cfg_.precision == Precision::Bf16,
                               cfg_.rollout_cluster_mma ? ClusterProduct::TensorCores : ClusterProduct::Fma))
       return "the device runs no clusters, or a block's share of fc1 does not fit its shared memory";

@@ -151,7 +151,7 @@ TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
   EXPECT_NE(both.find(", --rollout-streams not taken: the cluster kernel runs the whole rollout)"), std::string::npos)
       << both;
   const std::string streams = info("--hidden-size 20 --rollout-streams 3");
-  EXPECT_NE(streams.find("not taken: 17 games at hidden 20 (it takes 1-256 games, hidden from 32), the rollout's games "
+  EXPECT_NE(streams.find("not taken: 17 games at hidden 20 (it takes 1-256 games, hidden 32-1024), the rollout's games "
                          "on 3 streams)"),
             std::string::npos)
       << streams;

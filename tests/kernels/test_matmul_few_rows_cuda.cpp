@@ -75,11 +75,15 @@ TEST(MatmulFewRowsCuda, LinearForwardTakesItExactlyWhereItSays) {
   EXPECT_TRUE(linear_forward_takes_few_rows(136, 512, 512, false));  // the small preset's rollout fc1
   EXPECT_FALSE(linear_forward_takes_few_rows(136, 512, 512, true));  // TF32 stays on cuBLASLt
   EXPECT_FALSE(linear_forward_takes_few_rows(544, 2048, 2048, false));
+  EXPECT_FALSE(linear_forward_takes_few_rows(136, 2048, 2048, false));  // the reference's games on four streams
+  EXPECT_TRUE(linear_forward_takes_few_rows(136, 1024, 1024, false));
+  EXPECT_FALSE(linear_forward_takes_few_rows(136, 1025, 512, false));
+  EXPECT_FALSE(linear_forward_takes_few_rows(136, 512, 1025, false));
   EXPECT_FALSE(linear_forward_takes_few_rows(136, 3, 512, false));   // fc_out: three outputs
   EXPECT_FALSE(linear_forward_takes_few_rows(136, 512, 10, false));  // fc_in: ten inputs
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  for (const Shape sh : {Shape{20, 32, 40}, Shape{300, 32, 40}}) {
+  for (const Shape sh : {Shape{20, 32, 40}, Shape{300, 32, 40}, Shape{20, 1040, 40}, Shape{20, 32, 1040}}) {
     Blas blas;  // fresh: it has run a cuBLASLt product (last_algorithm answers) only if this shape took one
     DeviceBuffer<float> dX(random_floats(size_t(sh.M) * sh.K, seed)), dW(random_floats(size_t(sh.N) * sh.K, seed + 1));
     DeviceBuffer<float> viaLinear(poisoned(size_t(sh.M) * sh.N)), direct(poisoned(size_t(sh.M) * sh.N));
