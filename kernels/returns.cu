@@ -12,15 +12,29 @@ namespace {
 
 constexpr unsigned kScanThreads = 128;
 
-// One thread per game; at each step a warp reads and writes 32 consecutive floats of row t.
+// Steps whose rewards a thread loads before it sums them: one memory round trip per
+// kReturnsTile steps instead of one per step, which the sum's dependence on the step before
+// would otherwise wait out.
+constexpr int kReturnsTile = 32;
+
+// One thread per game, from the last step back; at each step a warp reads and writes 32
+// consecutive floats of row t. Every reward of a tile is read before any of its returns is
+// written, so the call may run in place.
 __global__ void discounted_returns_kernel(const float* rewards, float* returns, int T, int N, float gamma) {
   const int g = blockIdx.x * kScanThreads + threadIdx.x;
   if (g >= N) return;
   float R = 0.f;
-  for (int t = T - 1; t >= 0; --t) {
-    const size_t o = static_cast<size_t>(t) * N + g;
-    R = discount_step(rewards[o], gamma, R);
-    returns[o] = R;
+  for (int top = T - 1; top >= 0; top -= kReturnsTile) {
+    float r[kReturnsTile];
+#pragma unroll
+    for (int k = 0; k < kReturnsTile; ++k)
+      if (top - k >= 0) r[k] = rewards[static_cast<size_t>(top - k) * N + g];
+#pragma unroll
+    for (int k = 0; k < kReturnsTile; ++k)
+      if (top - k >= 0) {
+        R = discount_step(r[k], gamma, R);
+        returns[static_cast<size_t>(top - k) * N + g] = R;
+      }
   }
 }
 

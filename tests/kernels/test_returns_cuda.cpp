@@ -16,7 +16,8 @@ using test::random_floats;
 
 TEST(ReturnsCuda, DiscountedReturnsEqualHostBitForBit) {
   GRPO_REQUIRE_DEVICE();
-  for (auto [T, N] : {std::pair{1, 1}, {13, 37}, {50, 130}}) {
+  // Ragged and whole tiles of the kernel's 32 steps, and the small preset's 200 x 136.
+  for (auto [T, N] : {std::pair{1, 1}, {13, 37}, {50, 130}, {32, 5}, {33, 129}, {200, 136}}) {
     const auto r = random_floats(size_t(T) * N, 7 * T + N, -2.f, 2.f);
     std::vector<float> want(r.size());
     discounted_returns_host(r.data(), want.data(), T, N, 0.99f);
