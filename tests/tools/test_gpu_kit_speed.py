@@ -59,6 +59,26 @@ class Goals(unittest.TestCase):
             self.assertLessEqual(set(allowed), labels, preset)
 
 
+class NoTorch(unittest.TestCase):
+    """--no-torch: the baseline's rows say why they did not run, and nothing is started, not even
+    a Python that would fail (a PyTorch run is ~100 s of a lent machine's time)."""
+
+    def test_every_torch_row_is_not_run_and_no_command_starts(self):
+        with tempfile.TemporaryDirectory() as d:
+            k = _kit(d)
+            k.no_torch = True
+            k.python = os.path.join(d, "no-such-python")  # a started run would fail, not skip
+            k.data["epochs_per_s"] = {"small": 600.0, "reference": 200.0}
+            checks_speed.torch_baseline(k)
+            checks_speed.ahead_of_torch(k)
+            rows = {c["name"]: c for c in k.checks}
+            torch_rows = [n for n in rows if n.startswith("torch baseline")]
+            self.assertEqual(len(torch_rows), 4)
+            for n in torch_rows + ["engine ahead of PyTorch"]:
+                self.assertEqual((rows[n]["status"], rows[n]["figure"]), ("not run", "--no-torch"), n)
+            self.assertEqual(k.data["torch_epochs_per_s"], {"small": None, "reference": None})
+
+
 class BenchEpochs(unittest.TestCase):
     """bench_epoch's JSON to the epoch checks: a stand-in writes 1 ms epochs waited for and 0.8 ms
     pipelined, twice as fast with --precision bf16, and fails the reference's eager run."""

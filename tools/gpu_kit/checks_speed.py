@@ -318,6 +318,9 @@ def torch_baseline(kit):
     for p in PRESETS:
         for mode in ("eager", "compile"):
             name = "torch baseline %s %s" % (p, mode)
+            if kit.no_torch:
+                kit.not_run(name, "--no-torch")
+                continue
             if kit.quick and mode == "compile":
                 kit.not_run(name, "--quick")
                 continue
@@ -351,6 +354,8 @@ def ahead_of_torch(kit):
         if ours.get(p) and theirs.get(p):
             ratios[p] = ours[p] / theirs[p]
     kit.data["engine_over_torch"] = ratios
+    if kit.no_torch:
+        return kit.not_run("engine ahead of PyTorch", "--no-torch")
     if len(ratios) < len(PRESETS):
         return kit.not_run("engine ahead of PyTorch", "a figure is missing" if not kit.dry_run else "dry run")
     figure = ", ".join("%s %.2fx" % (p, r) for p, r in ratios.items())

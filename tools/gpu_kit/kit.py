@@ -21,6 +21,7 @@ class Kit:
     def __init__(self, root, out, work, quick, dry_run, python, budget=3600):
         self.root, self.out, self.work = root, out, work
         self.quick, self.dry_run, self.python = quick, dry_run, python
+        self.no_torch = False  # gpu_check --no-torch: PyTorch's baseline not run
         self.build = os.path.join(root, "build", "gpu")
         self.run = runner.Runner(root, work, dry_run, budget)
         self.memory = runner.MemoryPoll()
