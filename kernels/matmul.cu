@@ -139,10 +139,12 @@ void* Blas::workspace(cudaStream_t stream) {
   unsigned long long id = 0;
   CUDA_CHECK(cudaStreamGetId(stream, &id));
   if (it != workspaces_.end() && it->second.stream_id == id) return it->second.memory.get();
-  if (it != workspaces_.end()) retired_workspaces_.push_back(std::move(it->second.memory));
-  Workspace& w = workspaces_[stream];
-  w = Workspace{id, cuda::device_array<std::byte>(options_.workspace_bytes)};
-  return w.memory.get();
+  auto memory = cuda::device_array<std::byte>(options_.workspace_bytes);  // may throw: nothing changed yet
+  if (it == workspaces_.end())
+    return workspaces_.emplace(stream, Workspace{id, std::move(memory)}).first->second.memory.get();
+  retired_workspaces_.push_back(std::move(it->second.memory));
+  it->second = Workspace{id, std::move(memory)};
+  return it->second.memory.get();
 }
 
 namespace {

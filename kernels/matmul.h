@@ -142,7 +142,9 @@ class Blas {
   // found by the stream's handle and, eagerly, checked against the stream's id (cudaStreamGetId,
   // which a GPU refuses inside a capture): a later stream may reuse a destroyed one's handle, never
   // its id. A reused handle's old workspace is retired, not freed, since a graph captured on the
-  // old stream may still use it.
+  // old stream may still use it; it lives as long as the Blas. A reused handle whose first product
+  // is captured is not told apart from the old stream (the id cannot be asked there): it gets the
+  // old workspace, which is safe unless graphs of both streams run at once.
   struct Workspace {
     unsigned long long stream_id = 0;
     cuda::DeviceArray<std::byte> memory;

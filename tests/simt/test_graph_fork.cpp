@@ -173,7 +173,8 @@ TEST(SimtGraphFork, ADependencyLeftOutShowsUnderSomeLaunches) {
   }
 }
 
-// Blas keeps a workspace per stream by cudaStreamGetId, which no later stream reuses.
+// Blas tells a new stream from a destroyed one with the same handle by cudaStreamGetId, which
+// no later stream reuses.
 TEST(SimtGraphFork, StreamIdsAreNotReused) {
   std::set<unsigned long long> seen;
   for (int i = 0; i < 3; ++i) {
