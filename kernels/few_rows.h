@@ -10,10 +10,10 @@ namespace grpo {
 constexpr int kFewRowsMax = 256;
 constexpr int kFewRowsMinCols = 32;  // one tile of columns
 constexpr int kFewRowsMinK = 32;     // the narrowest sum the cluster rollout's product matches bit for bit
-// The widest N and K it takes. On the H200 it beat cuBLASLt at 136 x 512 x 512 (bench/README.md)
-// and lost by some 10x at 136 x 2048 x 2048 (the reference's games on four rollout streams);
-// between the two it is untimed. 1024 keeps the cluster rollout's widest shapes (it follows this
-// rule, to be the stepwise run bit for bit; in bf16 it fits up to ~768).
+// The widest N and K it takes. On the H200 it beat cuBLASLt at 136 x 512 x 512 (bench/README.md);
+// at 136 x 2048 x 2048 (the reference's games on four rollout streams) a step took 529 us against
+// 23.7 with one stream's 544 rows on cuBLASLt. Between the two it is untimed. 1024 keeps the cluster rollout's widest
+// shapes (it follows this rule, to be the stepwise run bit for bit; in bf16 it fits up to ~768).
 constexpr int kFewRowsMaxWidth = 1024;
 // How the few-row products sum over k, which the cluster rollout's products repeat bit for bit: an
 // fmaf chain from 0 over each tile of kFewRowsSumTile consecutive k (the last tile may be

@@ -18,8 +18,8 @@ constexpr unsigned kScanThreads = 128;
 constexpr int kReturnsTile = 32;
 
 // One thread per game, from the last step back; at each step a warp reads and writes 32
-// consecutive floats of row t. Every reward of a tile is read before any of its returns is
-// written, so the call may run in place.
+// consecutive floats of row t. Each element is read and written by its thread alone, read
+// first, so the call may run in place.
 __global__ void discounted_returns_kernel(const float* rewards, float* returns, int T, int N, float gamma) {
   const int g = blockIdx.x * kScanThreads + threadIdx.x;
   if (g >= N) return;

@@ -199,9 +199,9 @@ __global__ void __launch_bounds__(kStepThreads, 1)
                                                                     : static_cast<void*>(s.next.h1_bf16));
   const uint32_t epoch = *s.epoch;  // once: after every cluster barrier it would come from L2 again
   // The cluster barrier below orders the states' stores before warps 1.. read them (ClusterHooks'
-  // game ahead). racecheck reported their bytes as hazards on the H200, its only ones, seemingly
-  // not counting a cluster barrier as the block's own; this once-a-launch block barrier lets it
-  // check the rest.
+  // game ahead), but racecheck does not seem to count a cluster barrier as the block's own: on the
+  // H200 every hazard it printed was one of these. This once-a-launch block barrier lets it check
+  // the rest of the kernel.
   __syncthreads();
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory may be written
 
