@@ -6,6 +6,7 @@
 // shape must have run once outside a capture before a capture may record it.
 #include <cublas_v2.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -14,6 +15,7 @@
 
 #include "simt/gemm_model.h"
 #include "simt/runtime_internal.h"
+#include "simt/sanitizer.h"
 
 using namespace simt::detail;
 
@@ -40,8 +42,23 @@ float element(const void* p, bool bf16, size_t i) {
 }
 }  // namespace
 
+namespace {
+// The bytes from a column-major operand's first element to its last, over the batch.
+size_t span(int rows, int cols, int ld, long long stride, int batch, size_t width) {
+  if (rows == 0 || cols == 0 || batch == 0) return 0;
+  return (size_t(batch - 1) * size_t(stride) + size_t(cols - 1) * size_t(ld) + size_t(rows)) * width;
+}
+}  // namespace
+
 void run_gemm(const Gemm& g, float alpha, float beta, int algo) {
   const size_t width = g.bf16 ? 2 : 4;
+  // A workspace is scratch the product writes from its start; a race over it shows in its first
+  // bytes, and checking all of it (cuBLASLt's 32 MiB) would cost more than the product.
+  san_host_op({{g.A, g.ta ? span(g.k, g.m, g.lda, g.sa, g.batch, width) : span(g.m, g.k, g.lda, g.sa, g.batch, width)},
+               {g.B, g.tb ? span(g.n, g.k, g.ldb, g.sb, g.batch, width) : span(g.k, g.n, g.ldb, g.sb, g.batch, width)},
+               {beta != 0.f ? g.Cin : nullptr, span(g.m, g.n, g.ldc, g.sc, g.batch, 4)}},
+              {{g.C, span(g.m, g.n, g.ldc, g.sc, g.batch, 4)}, {g.workspace, std::min<size_t>(g.workspace_bytes, 256)}},
+              "a cuBLAS product");
   for (int b = 0; b < g.batch; ++b) {
     const void* A = static_cast<const char*>(g.A) + b * g.sa * width;
     const void* B = static_cast<const char*>(g.B) + b * g.sb * width;

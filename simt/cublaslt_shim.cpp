@@ -253,7 +253,8 @@ cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* 
 cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, const void* alpha, const void* A,
                               cublasLtMatrixLayout_t a, const void* B, cublasLtMatrixLayout_t b, const void* beta,
                               const void* C, cublasLtMatrixLayout_t c, void* D, cublasLtMatrixLayout_t d,
-                              const cublasLtMatmulAlgo_t* algo, void*, size_t, cudaStream_t stream) {
+                              const cublasLtMatmulAlgo_t* algo, void* workspace, size_t workspace_bytes,
+                              cudaStream_t stream) {
   if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!resolve(stream) || !alpha || !beta) return CUBLAS_STATUS_INVALID_VALUE;
   Desc dd;
@@ -282,6 +283,8 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   g.B = B;
   g.Cin = static_cast<const float*>(C);
   g.C = static_cast<float*>(D);
+  g.workspace = workspace;
+  g.workspace_bytes = workspace_bytes;
   Node node(NodeKind::HostOp);
   node.func = reinterpret_cast<const void*>(&lt_node_identity);
   const float* fa = static_cast<const float*>(alpha);

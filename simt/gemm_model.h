@@ -22,10 +22,13 @@ struct Gemm {
   long long sa, sb, sc;
   int batch;
   bool bf16 = false;
+  void* workspace = nullptr;  // cuBLASLt's: the product writes it (its first bytes, for the checks)
+  size_t workspace_bytes = 0;
 };
 
 constexpr int kGemmAlgos = 4;
-// Runs g with algorithm `algo` (0 <= algo < kGemmAlgos); C is not read when beta == 0.
+// Runs g with algorithm `algo` (0 <= algo < kGemmAlgos); C is not read when beta == 0. Its
+// operands' spans, and its workspace, join the checks of races between streams first.
 void run_gemm(const Gemm& g, float alpha, float beta, int algo);
 // The heuristic's rank-th choice (rank 0 is the best) for the shape of g.
 int gemm_heuristic(const Gemm& g, bool capturing, int rank);

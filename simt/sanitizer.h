@@ -2,8 +2,10 @@
 // that GCC's -fsanitize=thread instrumentation calls in every .cu translation unit, and by the
 // scheduler (launch, block, barrier and warp-collective events). Internal to simt/.
 #pragma once
+
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -62,6 +64,13 @@ void san_all_launches_ordered();
 // A copy or memset node about to write [dst, dst + n) and read [src, src + n) (src may be null):
 // their device words join the checks of races between streams, like a launch's accesses.
 void san_copy(void* dst, const void* src, size_t n);
+// The same for a node that is not a kernel (`what`: "a cuBLAS product", say): the byte ranges it
+// reads, then those it writes (null or empty ranges are skipped).
+struct SanRange {
+  const void* p;
+  size_t n;
+};
+void san_host_op(std::initializer_list<SanRange> reads, std::initializer_list<SanRange> writes, const char* what);
 
 // file:line (function) for a code address, through addr2line; the raw address when unknown
 // (describe_code.cpp).

@@ -176,14 +176,20 @@ void global_access(uintptr_t a, size_t n, bool write, bool atomic, const void* p
 void san_all_launches_ordered() { san::g_launch_nodes.clear(); }
 
 void san_copy(void* dst, const void* src, size_t n) {
+  san_host_op({{src, n}}, {{dst, n}}, "an asynchronous copy or memset");
+}
+
+void san_host_op(std::initializer_list<SanRange> reads, std::initializer_list<SanRange> writes, const char* what) {
   using namespace san;
-  if (!checks_on() || n == 0) return;
-  g_launch_epoch = ++g_epoch;  // the copy's accesses are one launch's for the checks
+  if (!checks_on()) return;
+  g_launch_epoch = ++g_epoch;  // the node's accesses are one launch's for the checks
   global_launch_begin(nullptr);
   map_shadow();
   const auto in_arena = [](uintptr_t a) { return a >= g_arena_lo && a < g_arena_hi; };
-  const auto side = [&](uintptr_t a, bool write) {
-    if (!a || !in_arena(a)) return;
+  const auto side = [&](SanRange r, bool write) {
+    const uintptr_t a = reinterpret_cast<uintptr_t>(r.p);
+    const size_t n = r.n;
+    if (!a || n == 0 || !in_arena(a)) return;
     for (uintptr_t w = a & ~uintptr_t{3}; w < a + n; w += 4) {
       GlobalCell& c = g_gshadow[(w - g_arena_lo) / 4];
       const LaunchNode* o = unordered_launch(c.w);
@@ -191,11 +197,10 @@ void san_copy(void* dst, const void* src, size_t n) {
       if (!o && write) o = unordered_launch(c.r);
       if (o) {
         const RunningNode now = running_node();
-        fatal("data race on global memory between streams: " + where_global(a, n, write) +
-              " by an asynchronous copy or memset on " + node_name(now.id) + "\n    " +
-              (old_write ? "earlier write" : "earlier read") + " by " + launch_name(*o, old_write ? c.w : c.r) +
-              "\n    on " + node_name(o->node) +
-              ", not ordered before this copy: nothing makes one wait for the other (an event recorded after "
+        fatal("data race on global memory between streams: " + where_global(a, n, write) + " by " + what + " on " +
+              node_name(now.id) + "\n    " + (old_write ? "earlier write" : "earlier read") + " by " +
+              launch_name(*o, old_write ? c.w : c.r) + "\n    on " + node_name(o->node) +
+              ", not ordered before this one: nothing makes one wait for the other (an event recorded after "
               "the first that the second's stream waits for, a synchronisation of the host between the two, "
               "the legacy stream's rules)");
       }
@@ -204,8 +209,8 @@ void san_copy(void* dst, const void* src, size_t n) {
       (write ? c.w : c.r) = now;
     }
   };
-  side(reinterpret_cast<uintptr_t>(src), false);
-  side(reinterpret_cast<uintptr_t>(dst), true);
+  for (const SanRange& r : reads) side(r, false);
+  for (const SanRange& r : writes) side(r, true);
 }
 
 void san_device_freed(uintptr_t lo, size_t n) {
