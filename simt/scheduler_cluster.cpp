@@ -3,6 +3,7 @@
 // parks it like the whole barrier), its release, distributed shared memory, and each block's
 // static __shared__ bytes while another block of its cluster runs.
 #include <cstring>
+#include <map>
 #include <string>
 
 #include "simt/sanitizer.h"
@@ -67,6 +68,66 @@ void* map_shared_rank(const void* p, unsigned rank) {
   return g_blocks[rank].smem.data() + kSharedRedzone + (a - base);
 }
 
+namespace {
+// A mailbox's bookkeeping (core/cluster_mailbox.cuh): the phases completed, and the current
+// phase's bytes armed (by its block's thread 0, at `site`) and sent. Its waits are cluster waits,
+// so at their release every byte of the phase has been sent and none of the next (the protocol:
+// the next phase's bytes follow the receiver's wait): the release completes every armed phase.
+struct MailboxState {
+  size_t block = 0;
+  unsigned completed = 0;
+  bool armed = false;
+  uint64_t expected = 0, received = 0;
+  std::string site;
+};
+std::map<const void*, MailboxState> g_mailboxes;
+
+MailboxState& mailbox_at(const void* box, const char* what) {
+  const auto it = g_mailboxes.find(box);
+  if (it == g_mailboxes.end())
+    fatal(std::string(what) + " on a mailbox never initialised (mailbox_init) in this launch (" +
+          where(*g_cur->current) + ")");
+  return it->second;
+}
+
+// At a cluster barrier's release: each armed phase ends, with the bytes armed or not.
+void complete_mailboxes() {
+  for (auto& [box, m] : g_mailboxes) {
+    if (!m.armed) continue;
+    if (m.received != m.expected)
+      fatal("the mailbox of block " + std::to_string(m.block) + " of the cluster, phase " +
+            std::to_string(m.completed) + " (armed at " + m.site + "): " + std::to_string(m.expected) +
+            " bytes armed, " + std::to_string(m.received) +
+            " sent before the wait's release: on a GPU the wait would never end, or end early");
+    ++m.completed, m.armed = false, m.expected = m.received = 0;
+  }
+}
+}  // namespace
+
+void mailbox_init(const void* box) {
+  if (!g_launch || !g_cur || !g_cur->current) fatal("mailbox_init outside a kernel");
+  MailboxState m;
+  m.block = size_t(g_cur - g_blocks.data());
+  g_mailboxes[box] = m;
+}
+
+void mailbox_received(const void* box, size_t bytes) { mailbox_at(box, "mailbox_send").received += bytes; }
+
+void mailbox_wait(const void* box, unsigned parity, uint32_t bytes, const char* file, int line) {
+  Thread& t = *g_cur->current;
+  const std::string site = std::string(file) + ":" + std::to_string(line);
+  if (t.linear == 0) {
+    MailboxState& m = mailbox_at(box, "mailbox_wait");
+    if (m.armed) fatal("the mailbox of " + where(t) + " armed twice in one phase, at " + m.site + " and " + site);
+    m.armed = true, m.expected = bytes, m.site = site;
+  }
+  cluster_wait(file, line);
+  const MailboxState& m = mailbox_at(box, "mailbox_wait");
+  if (m.completed % 2 == parity % 2)
+    fatal(where(t) + " waits at " + site + " for phase parity " + std::to_string(parity % 2) + " of its mailbox, " +
+          std::to_string(m.completed) + " phases completed: its thread 0 never armed that phase");
+}
+
 bool cluster_block_exited(size_t rank) { return rank < g_blocks.size() && g_blocks[rank].live == 0; }
 
 // The static __shared__ variables are globals of the executable: a block of a cluster keeps its
@@ -108,6 +169,7 @@ void release_cluster() {
     }
     B.at_cluster = 0;
   }
+  complete_mailboxes();
   san_cluster_released();
 }
 

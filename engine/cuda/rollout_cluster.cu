@@ -1,16 +1,16 @@
 // The whole rollout in one launch (rollout_cluster.h): thread-block clusters of kClusterBlocks
 // blocks, each cluster a share of the games, each block of it a share of fc1's output columns,
 // whose rows of fc1.weight it keeps in shared memory for all T steps. A step is the product of
-// the cluster's h1 rows with the block's columns (a1), the cluster barrier (split: the step's
-// random draws run between its arrive and its wait), the fused step of rollout_step_block for
-// the block's games (the next step's h1), and the barrier again: no
-// launch, no graph node and no read of W1 from L2 between steps. The blocks exchange a1 and h1
-// through distributed shared memory: the product writes each a1 element into the shared memory
-// of the block that runs its game, and the step writes each h1 row into every block's staged
-// rows, so no step waits for L2 but the first (step 0's h1). Both also go to global memory, for
-// the loss pass, copied by the game's block from its shared memory: h1 right after the barrier
-// that completes it, a1 by warps 1.. while thread 0 plays (ClusterHooks). Each barrier's release
-// waits for the thread's stores, and these then have a phase to land in.
+// the cluster's h1 rows with the block's columns (a1), the wait for the block's games' a1 rows
+// (the step's random draws run before it), the fused step of rollout_step_block for the block's
+// games (the next step's h1), and the wait for every game's h1 row: no launch, no graph node and
+// no read of W1 from L2 between steps. The blocks exchange a1 and h1 through mailboxes
+// (core/cluster_mailbox.cuh: distributed shared memory whose bytes the receiver's mbarrier
+// counts): the product sends each a1 element to the block that runs its game, and the step sends
+// each h1 row to every block's staged rows, so no step waits for L2 but the first (step 0's h1),
+// and no thread waits for its own stores. Both also go to global memory, for the loss pass,
+// copied by the game's block from its shared memory: h1 right after the wait that completes it,
+// a1 by warps 1.. while thread 0 plays (ClusterHooks).
 //
 // Each a1 element is summed as kernels/matmul_few_rows.cu sums (kernels/few_rows.h: an fmaf chain
 // a tile of k, the tiles' sums in order), plus 0 (the bias the few-row kernel adds, absent here;
@@ -26,6 +26,7 @@
 #include <tuple>
 
 #include "core/cluster.cuh"
+#include "core/cluster_mailbox.cuh"
 #include "core/launch.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_cluster_copy.cuh"
@@ -64,21 +65,42 @@ struct OnChipParams {
 
 // Where the block's product puts a1 element (row, col) of a step (row of the cluster's games,
 // col of the block's columns): into the a1 rows of the block that runs the game (game row i on
-// block i % C, its row i / C there), through distributed shared memory. That block copies its
-// rows to global memory, for the loss pass, while it plays the game (ClusterHooks).
+// block i % C, its row i / C there), through its a1 mailbox. That block copies its rows to
+// global memory, for the loss pass, while it plays the game (ClusterHooks).
 struct A1Out {
   float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
   unsigned pitch;
+  Mailbox* box;  // this block's a1 mailbox: the same offset in the owner's
   __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
-    *cluster_map_shared(rows + size_t(row / C) * pitch + col, row % C) = v;
+    mailbox_send(rows + size_t(row / C) * pitch + col, row % C, box, v);
   }
 };
 
+// The bytes a phase of each mailbox brings a block: its games' a1 rows (every block's columns of
+// them), and every game's next h1 row, four elements a send (rollout_step_block's groups; the
+// last one padded with zeros past H, into the row's padding: no product reads past H).
+__device__ __forceinline__ uint32_t a1_bytes(unsigned rows, unsigned rank, unsigned H) {
+  const unsigned games = rows > rank ? (rows - rank + C - 1) / C : 0u;
+  return games * H * uint32_t(sizeof(float));
+}
+template <class T>
+__device__ __forceinline__ uint32_t h1_bytes(unsigned rows, unsigned H) {
+  return rows * ((H + 3) / 4 * 4) * uint32_t(sizeof(T));
+}
+
+// Four elements of an h1 row, rounded as the global copy (fp32 or bf16), as one send.
+__device__ __forceinline__ float4 h1_chunk(float*, const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
+__device__ __forceinline__ uint2 h1_chunk(Bf16*, const float (&v)[4]) {
+  return make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
+                    uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+}
+
 // The kernel's dynamic shared memory, in bytes from its start: the on-chip parameters, the
 // block's rows of W1 (ws), the cluster's h1 rows (xs, the most rows a cluster has), the a1 rows of
-// the block's games (16-byte aligned, H rounded up to 4 floats each), then their game states.
+// the block's games (16-byte aligned, H rounded up to 4 floats each), their game states, then the
+// two mailboxes (a1's, then xs's).
 struct SmemLayout {
-  size_t ws, xs, a1, games, bytes;
+  size_t ws, xs, a1, games, mail, bytes;
   unsigned a1_pitch;
   GRPO_HD SmemLayout(unsigned H, unsigned D, unsigned width, unsigned max_rows, unsigned stride, size_t elem) {
     const size_t block_games = (max_rows + kClusterBlocks - 1) / kClusterBlocks;
@@ -87,7 +109,8 @@ struct SmemLayout {
     a1 = (xs + size_t(max_rows) * stride * elem + 15) / 16 * 16;
     a1_pitch = (H + 3) / 4 * 4;
     games = a1 + block_games * a1_pitch * sizeof(float);
-    bytes = games + block_games * sizeof(GameState);
+    mail = (games + block_games * sizeof(GameState) + 15) / 16 * 16;
+    bytes = mail + 2 * sizeof(Mailbox);
   }
 };
 
@@ -112,13 +135,13 @@ struct GamesOnChip {
 };
 
 // What the cluster kernel changes about rollout_step_block's step of game row `row` (StepHooks):
-//   ready          the wait of the cluster barrier that completes a1, whose arrive followed the
-//                  product: in the block's first game of the step only (first), so that the
-//                  step's draws run before it, while the other blocks finish their products;
+//   ready          the wait for the step's a1 rows at the block's a1 mailbox: in the block's first
+//                  game of the step only (first), so that the step's draws run before it, while
+//                  the other blocks finish their products;
 //   h1             the next step's h1 row, four columns at a time, into that row of the staged h1
-//                  rows (xs) of every block of the cluster, rounded as the global copy (T: fp32 or
-//                  bf16); not into global memory (kH1Global false): the game's block copies it
-//                  there from xs after the barrier (copy_rows_out);
+//                  rows (xs) of every block of the cluster through its xs mailbox, rounded as the
+//                  global copy (T: fp32 or bf16); not into global memory (kH1Global false): the
+//                  game's block copies it there from xs after its wait (copy_rows_out);
 //   games          the block's games' states on chip (GamesOnChip);
 //   kGameAhead     the game's step for each action played before ready(), by warps that would
 //                  wait there anyway: in the block's first game of the step (ahead), the one whose
@@ -135,8 +158,11 @@ struct ClusterHooks : StepHooks {
   float* a1_out;
   const float* a1_row;
   bool first;
+  Mailbox *a1_box, *xs_box;
+  uint32_t a1_parity, a1_expect;  // the step's phase of the a1 mailbox, and the bytes it brings
   __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
-                          float* a1_out_, const float* a1_row_, bool first_)
+                          float* a1_out_, const float* a1_row_, bool first_, Mailbox* a1_box_, Mailbox* xs_box_,
+                          uint32_t a1_parity_, uint32_t a1_expect_)
       : xs(xs_),
         stride(stride_),
         row(row_),
@@ -144,16 +170,27 @@ struct ClusterHooks : StepHooks {
         on_chip(on_chip_),
         a1_out(a1_out_),
         a1_row(a1_row_),
-        first(first_) {}
+        first(first_),
+        a1_box(a1_box_),
+        xs_box(xs_box_),
+        a1_parity(a1_parity_),
+        a1_expect(a1_expect_) {}
   // The one place every thread of the cluster waits for a1 (the emulator wants one site).
-  __device__ static void wait_for_a1() { GRPO_CLUSTER_WAIT(); }
+  __device__ static void wait_for_a1(Mailbox* box, uint32_t parity, uint32_t bytes) {
+    GRPO_MAILBOX_WAIT(box, parity, bytes);
+  }
   __device__ __forceinline__ void ready() const {
-    if (first) wait_for_a1();
+    if (first) wait_for_a1(a1_box, a1_parity, a1_expect);
   }
   __device__ __forceinline__ bool ahead() const { return first; }
   __device__ __forceinline__ void h1(unsigned col0, unsigned n, const float (&v)[4]) const {
     T* local = xs + size_t(row) * stride + col0;
-    for (unsigned r = 0; r < C; ++r) store4_smem(cluster_map_shared(local, r), n, v);
+    float w[4];
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) w[k] = k < n ? v[k] : 0.f;
+    const auto chunk = h1_chunk(local, w);
+    auto* at = reinterpret_cast<std::remove_const_t<decltype(chunk)>*>(local);
+    for (unsigned r = 0; r < C; ++r) mailbox_send(at, r, xs_box, chunk);
   }
   __device__ __forceinline__ const GamesOnChip& games(const Ops::RolloutStep&) const { return on_chip; }
   __device__ __forceinline__ void while_playing() const { copy_row_out(a1_out, a1_row, H, 32); }
@@ -180,7 +217,10 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   T* ws = reinterpret_cast<T*>(smem + at.ws);           // [cols][stride]: the block's rows of W1
   T* xs = reinterpret_cast<T*>(smem + at.xs);           // [rows][stride]: this step's h1 rows of the cluster's games
   float* a1s = reinterpret_cast<float*>(smem + at.a1);  // [games][a1_pitch]: the a1 rows of the block's games
-  GameState* states = reinterpret_cast<GameState*>(smem + at.games);  // [games]: their states
+  GameState* states = reinterpret_cast<GameState*>(smem + at.games);   // [games]: their states
+  Mailbox* const a1_box = reinterpret_cast<Mailbox*>(smem + at.mail);  // a1's mailbox, then xs's
+  Mailbox* const xs_box = a1_box + 1;
+  if (threadIdx.x == 0) mailbox_init(a1_box), mailbox_init(xs_box);
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
   ParamViews p = s.p;
   p.fc_in_w_t = on_chip + op.fc_in_w_t, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
@@ -197,39 +237,60 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   // Where the trunk's h1 rows go in global memory (step t + 1's at rows t N.. of s.next's).
   T* const h1_out = reinterpret_cast<T*>(sizeof(T) == sizeof(float) ? static_cast<void*>(s.next.h1)
                                                                     : static_cast<void*>(s.next.h1_bf16));
-  const uint32_t epoch = *s.epoch;  // once: after every cluster barrier it would come from L2 again
-  // The cluster barrier below orders the states' stores before warps 1.. read them (ClusterHooks'
-  // game ahead), but racecheck does not seem to count a cluster barrier as the block's own: on the
-  // H200 every hazard it printed was one of these. This once-a-launch block barrier lets it check
-  // the rest of the kernel.
+  const uint32_t epoch = *s.epoch;  // once: after every mailbox wait (an L1 invalidation) it would come from L2 again
+  // This block barrier orders the states' stores before warps 1.. read them (ClusterHooks' game
+  // ahead). The cluster barrier after it would too, but racecheck does not seem to count a cluster
+  // barrier as the block's own: on the H200 every hazard it printed was one of these.
   __syncthreads();
-  GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory may be written
+  GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory and mailboxes may be written
 
-  for (uint32_t t = 0; t < steps; ++t) {
+  // A step's two exchanges go through mailboxes, not cluster barriers: each block waits for the
+  // bytes it reads, not for every thread of the cluster. What a barrier also gave follows from
+  // the data and the block barriers:
+  //   - a block's a1 rows and xs are free before another block writes them: block b sends a
+  //     game's a1 rows of step t + 1 only after its product, which waited for that game's h1 row
+  //     of step t + 1, which the game's block sends after its last read of its a1 rows of step t;
+  //     and every block's h1 rows of step t + 2 wait for b's a1 of step t + 1, which comes after
+  //     b's last read of xs (its copy out, then the barrier below, then its product);
+  //   - within a block, the wait is no barrier: what a thread reads of sh and of the states
+  //     after it was written at the step before has the head's or the game's __syncthreads
+  //     between, and thread 0 arms a phase only after a __syncthreads that every thread passes
+  //     after its wait of the phase before (the head's; a block without a game has its own).
+  const uint32_t a1_expect = a1_bytes(rows, rank, H), xs_expect = h1_bytes<T>(rows, H);
+  uint32_t a1_parity = 0, xs_parity = 0;
+  for (uint32_t t = 0; t < steps; ++t, a1_parity ^= 1u) {
     const size_t shift = size_t(t) * N;  // step t's rows
-    const A1Out out{a1s + c0, at.a1_pitch};
+    const bool last = t + 1 == steps;
+    const A1Out out{a1s + c0, at.a1_pitch, a1_box};
     if constexpr (kMma)
       product_mma(xs, ws, rows, cols, H, out);
     else
       product(xs, ws, rows, cols, width, H, out);
-    // The a1 rows of step t are whole in every game's block, and xs is free, once every block has
-    // arrived: the wait is the first game's hooks.ready(), after its draws.
-    GRPO_CLUSTER_ARRIVE();
-    if (g0 + rank >= g1) ClusterHooks<T>::wait_for_a1();  // a block without a game
+    mailbox_sent();         // the wait is the first game's hooks.ready(), after its draws
+    if (g0 + rank >= g1) {  // a block without a game: its threads past the wait before thread 0 arms the next
+      ClusterHooks<T>::wait_for_a1(a1_box, a1_parity, a1_expect);
+      __syncthreads();
+    }
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
-      const bool last = t + 1 == steps;
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
       const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
-                                  a1_row, g == g0 + rank);
+                                  a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, a1_expect);
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
-      if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the cluster barrier orders it)
+      if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the next step's waits order it)
     }
-    GRPO_CLUSTER_SYNC();  // the h1 rows of step t + 1 are whole in every block, a1s is free
-    if (t + 1 < steps) copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
+    if (last) break;
+    mailbox_sent();
+    GRPO_MAILBOX_WAIT(xs_box, xs_parity, xs_expect);  // the h1 rows of step t + 1, every game's
+    xs_parity ^= 1u;
+    copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
+    // Every warp copies, but at a narrow H not every warp has a share of the product: this
+    // orders the copies' reads of xs before the block's a1, and so before the next h1 rows.
+    __syncthreads();
   }
+  GRPO_CLUSTER_SYNC();  // no block exits while a send to it may be in flight
 }
 
 struct Plan {

@@ -81,9 +81,8 @@ __device__ __forceinline__ void copy_row_out(T* to, const T* from, unsigned H, u
 }
 
 // The h1 rows of the block's games (game rows rank, rank + C, ... of the cluster, `pitch` apart
-// in shared memory) to global memory at to + g H (g the game), right after a cluster barrier:
-// the stores then have a phase to complete in before the next barrier, whose release waits for
-// every store of the thread.
+// in shared memory) to global memory at to + g H (g the game), right after the wait that
+// completes them: nothing waits for these stores but the kernel's end.
 template <class T>
 __device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pitch, unsigned g0, unsigned g1,
                                               unsigned rank, unsigned H) {

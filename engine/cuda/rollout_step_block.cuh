@@ -178,7 +178,7 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
 }
 
 // The random numbers thread 0's game step takes, drawn before hooks.ready() (they need no a1):
-// there they run while the block waits for a1 (the cluster barrier's wait, the product's end)
+// there they run while the block waits for a1 (the cluster kernel's mailbox, the product's end)
 // instead of after the head, on the path of the game that the other warps wait for.
 // (With the game played ahead, thread 0 draws the action's uniform alone.)
 struct GameDraws {
@@ -393,7 +393,7 @@ __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamView
 }
 
 // Step t of game g in epoch `epoch` (*s.epoch, read by the caller: the cluster kernel reads it
-// once for all its steps, where every step would wait for it from L2 after a cluster barrier):
+// once for all its steps, where every step would wait for it from L2 after a mailbox wait):
 // s holds step 0's pointers, or step t's with shift 0; rows shift.. are step t's. The last step
 // (last) writes no next trunk. p: the parameters it reads (fc_in_w_t, ln_gamma,
 // ln_beta, fc1_b, fc_out_w, fc_out_b), s.p's or a copy of them in shared memory, aligned as
