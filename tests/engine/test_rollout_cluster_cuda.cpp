@@ -198,6 +198,45 @@ TEST(RolloutClusterCuda, OneStepAndOneGame) {
   expect_cluster_matches_steps(c, {1, 0});
 }
 
+// What timing decides (the mailboxes' phases, a block's buffers written for the next step while
+// another block may still read them): the same launch from the same arena, run again and again,
+// must leave the same bytes every time, on tensor cores too. On a GPU at the small preset's
+// shape (136 games at hidden 512; in fp32 blocks that play two games), 20 launches each way; on
+// the emulator, whose schedule its seed draws, twice at small shapes.
+TEST(RolloutClusterCuda, RepeatedLaunchesLeaveTheSameBytes) {
+  GRPO_REQUIRE_DEVICE();
+  struct Case {
+    TrainConfig c;
+    ClusterProduct product;
+    unsigned clusters;
+  };
+#if defined(GRPO_SIMT)
+  constexpr int kRuns = 2;
+  const Case cases[] = {{shape(64, 4, 3, Precision::Bf16), ClusterProduct::TensorCores, 0},
+                        {shape(37, 5, 4), ClusterProduct::Fma, 1}};
+#else
+  constexpr int kRuns = 20;
+  TrainConfig small;
+  small.hidden_size = 512, small.batch_size = 8, small.max_steps = 16;
+  TrainConfig small_bf16 = small;
+  small_bf16.precision = Precision::Bf16;
+  const Case cases[] = {{small_bf16, ClusterProduct::TensorCores, 0}, {small, ClusterProduct::Fma, 0}};
+#endif
+  for (Case k : cases) {
+    const uint64_t seed = std::random_device{}();
+    SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << k.c.hidden_size << ", " << k.c.games()
+                                      << " games, " << precision_name(k.c.precision));
+    k.c.seed = seed;
+    const std::vector<float> slabs = random_slabs(k.c, seed);
+    const std::vector<char> image = poisoned_arena(k.c, uint32_t(seed % 1000));
+    const RolloutRun run = cluster_run(k.c.game, k.clusters, k.product);
+    const Outcome first = run_rollout(k.c, image, slabs, false, 1, run);
+    for (int i = 1; i < kRuns; ++i)
+      ASSERT_EQ(first_difference(first.arena, run_rollout(k.c, image, slabs, false, 1, run).arena), first.arena.size())
+          << "launch " << i << " of " << kRuns;
+  }
+}
+
 // Shapes the few-row product does not take (fewer than 32 columns, more than 256 games) are not
 // the cluster kernel's: the executor keeps the steps, a direct call throws.
 TEST(RolloutClusterCuda, RefusesShapesOutsideTheFewRowProduct) {
