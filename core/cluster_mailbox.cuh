@@ -1,30 +1,36 @@
 // Mailboxes: blocks of a thread-block cluster store into each other's shared memory, and the
 // receiving block waits for the bytes themselves rather than for every block of the cluster. A
-// mailbox is an mbarrier in the receiver's dynamic shared memory that counts, per phase, the
-// bytes stored into that block with mailbox_send (st.async, whose completion the mbarrier
-// counts). The receiver states how many bytes a phase brings (GRPO_MAILBOX_WAIT's `bytes`,
-// armed by its thread 0) and its threads wait until all of them have landed.
+// mailbox is an mbarrier in the receiver's dynamic shared memory. A phase completes once every
+// warp of the receiver has arrived (mailbox_sent: after its own sends of the phase, and after
+// its thread 0 armed the bytes the other blocks will send) and those bytes have landed (a send to
+// another block is an st.async, whose completion the mbarrier counts; a send to the block itself
+// is a plain store, which its warp's arrival releases: st.async may only write another block).
 //
 // Why: a cluster barrier is a release at cluster scope, which sm_90 compiles to MEMBAR.ALL.GPU:
 // every thread waits for all of its earlier stores, global ones too, before it may arrive, and
 // then for the slowest block. A mailbox's wait needs neither.
 //
 // The protocol the callers keep (each is what a cluster barrier would have given them):
-//   - mailbox_init by thread 0 before a cluster barrier that every block passes before any send;
-//   - every thread of the receiver that reads the bytes waits, at one GRPO_MAILBOX_WAIT site a
-//     phase, with the phase's parity (0, 1, 0, ...), and thread 0 passes the phase's byte count;
-//   - bytes of phase k + 1 are sent only after the receiver's threads are past their wait of
-//     phase k, and after they are done with the memory the bytes land in (a chain of data the
-//     sender waited for orders both);
+//   - mailbox_init by thread 0 before a cluster barrier that every block passes before any send,
+//     with the block's warps as the arrivals a phase takes;
+//   - each phase, every thread of the receiver calls mailbox_sent once (thread 0 with the bytes
+//     the other blocks send it this phase) and then GRPO_MAILBOX_WAIT with the phase's parity
+//     (0, 1, 0, ...), at one site a phase; a warp arrives for phase k + 1 only after its wait of
+//     phase k, so no thread can fall two phases behind;
+//   - bytes of phase k + 1 land only after the receiver is done with the memory they overwrite
+//     (a chain of data the sender waited for orders that), and after the receiver's phase k
+//     completed;
 //   - a block exits only after a cluster barrier that follows the last send to it.
 //
-// The emulator (GRPO_SIMT) cannot park a thread on an mbarrier: there every send is a plain
-// store into the other block, mailbox_sent is a split cluster barrier's arrive and each wait
-// its wait, so the emulator checks the data flow under the stronger order of a cluster barrier
+// The emulator (GRPO_SIMT) cannot park a thread on an mbarrier: there a send to another block is
+// a plain store into it, mailbox_sent is a split cluster barrier's arrive and each wait its
+// wait, so the emulator checks the data flow under the stronger order of a cluster barrier
 // (races, bounds, bits). What it checks of the mailboxes themselves is their bookkeeping, which
-// a GPU turns into a hang: after each wait, that the phase was armed once and that the bytes
-// sent to it are the bytes armed (simt/scheduler_cluster.cpp). A GPU's wait traps (an error at
-// the next synchronisation, not a hang) after kMailboxTimeoutNs.
+// a GPU turns into a hang: at each release, that every phase armed received exactly the bytes
+// armed; at a cluster's end, that no bytes went unawaited (simt/scheduler_cluster.cpp). A GPU's
+// wait traps after kMailboxTimeoutNs: the context then holds a sticky error (unspecified launch
+// failure) that the next synchronisation reports, rather than a hang; a debugger that holds the
+// GPU at a breakpoint that long sets it off too.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -48,7 +54,7 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 // The shared::cluster address of what `local` is in block `rank` of the cluster.
 __device__ __forceinline__ uint32_t remote(uint32_t local, unsigned rank) {
   uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
+  asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
   return r;
 }
 __device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {
@@ -65,11 +71,10 @@ __device__ __forceinline__ uint64_t globaltimer() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-__device__ __forceinline__ void wait(Mailbox* box, uint32_t parity, uint32_t bytes) {
+// No printf before the trap: its argument buffer would give every kernel that waits a stack
+// frame (local memory, which the build refuses).
+__device__ __forceinline__ void wait(Mailbox* box, uint32_t parity) {
   const uint32_t bar = smem_addr(box);
-  if (threadIdx.x == 0)
-    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
-                 : "memory");
   if (try_wait(bar, parity)) return;
   const uint64_t start = globaltimer();
   while (!try_wait(bar, parity))
@@ -77,16 +82,24 @@ __device__ __forceinline__ void wait(Mailbox* box, uint32_t parity, uint32_t byt
 }
 }  // namespace mailbox_detail
 
-// Thread 0 of the block, once, before a cluster barrier that precedes any send to it.
-__device__ __forceinline__ void mailbox_init(Mailbox* box) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mailbox_detail::smem_addr(box)) : "memory");
+// Thread 0 of the block, once, before a cluster barrier that precedes any send to it: n
+// mailboxes, each phase of each taking `arrivals` arrivals (the block's warps).
+__device__ __forceinline__ void mailbox_init(Mailbox* boxes, unsigned n, unsigned arrivals) {
+  for (unsigned i = 0; i < n; ++i)
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mailbox_detail::smem_addr(boxes + i)), "r"(arrivals)
+                 : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
 // v into what `local` (this block's dynamic shared memory) is in block `rank`, counted by that
-// block's mailbox at what `box` is here. 4, 8 or 16 bytes, aligned to their size.
+// block's mailbox at what `box` is here, or, in this block, stored (the warp's arrival releases
+// it). 4, 8 or 16 bytes, aligned to their size.
 __device__ __forceinline__ void mailbox_send(float* local, unsigned rank, Mailbox* box, float v) {
   using namespace mailbox_detail;
+  if (rank == cluster_block_rank()) {
+    *local = v;
+    return;
+  }
   asm volatile(
       "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote(smem_addr(local), rank)),
       "r"(__float_as_uint(v)), "r"(remote(smem_addr(box), rank))
@@ -94,6 +107,10 @@ __device__ __forceinline__ void mailbox_send(float* local, unsigned rank, Mailbo
 }
 __device__ __forceinline__ void mailbox_send(uint2* local, unsigned rank, Mailbox* box, uint2 v) {
   using namespace mailbox_detail;
+  if (rank == cluster_block_rank()) {
+    *local = v;
+    return;
+  }
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
                    remote(smem_addr(local), rank)),
                "r"(v.x), "r"(v.y), "r"(remote(smem_addr(box), rank))
@@ -101,33 +118,55 @@ __device__ __forceinline__ void mailbox_send(uint2* local, unsigned rank, Mailbo
 }
 __device__ __forceinline__ void mailbox_send(float4* local, unsigned rank, Mailbox* box, float4 v) {
   using namespace mailbox_detail;
+  if (rank == cluster_block_rank()) {
+    *local = v;
+    return;
+  }
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
                    remote(smem_addr(local), rank)),
                "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
                "r"(__float_as_uint(v.w)), "r"(remote(smem_addr(box), rank))
                : "memory");
 }
-// The calling thread sends nothing more to any mailbox before its next wait.
-__device__ __forceinline__ void mailbox_sent() {}
-#define GRPO_MAILBOX_WAIT(box, parity, bytes) ::grpo::mailbox_detail::wait((box), (parity), (bytes))
+// Every thread of the block, once a phase, after its sends of the phase and before its wait:
+// thread 0 arms the bytes the other blocks send this block in the phase (before its warp's
+// arrival, so that the phase cannot complete without them), then each warp arrives, releasing
+// its stores into its own block.
+__device__ __forceinline__ void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
+  const uint32_t bar = mailbox_detail::smem_addr(box);
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(remote_bytes) : "memory");
+  __syncwarp();
+  if (threadIdx.x % 32 == 0) asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+#define GRPO_MAILBOX_WAIT(box, parity) ::grpo::mailbox_detail::wait((box), (parity))
 #else  // an older architecture in the build's list: no clusters; the host never launches one there
-__device__ __forceinline__ void mailbox_init(Mailbox*) { __trap(); }
+__device__ __forceinline__ void mailbox_init(Mailbox*, unsigned, unsigned) { __trap(); }
 template <class V>
 __device__ __forceinline__ void mailbox_send(V*, unsigned, Mailbox*, V) {
   __trap();
 }
-__device__ __forceinline__ void mailbox_sent() { __trap(); }
-#define GRPO_MAILBOX_WAIT(box, parity, bytes) __trap()
+__device__ __forceinline__ void mailbox_sent(Mailbox*, uint32_t) { __trap(); }
+#define GRPO_MAILBOX_WAIT(box, parity) __trap()
 #endif
 #elif defined(GRPO_SIMT)
-inline void mailbox_init(Mailbox* box) { ::simt::detail::mailbox_init(box); }
+inline void mailbox_init(Mailbox* boxes, unsigned n, unsigned) {
+  for (unsigned i = 0; i < n; ++i) ::simt::detail::mailbox_init(boxes + i);
+}
 template <class V>
 void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
+  if (rank == cluster_block_rank()) {
+    *local = v;
+    return;
+  }
   *cluster_map_shared(local, rank) = v;
   ::simt::detail::mailbox_received(cluster_map_shared(box, rank), sizeof(V));
 }
-inline void mailbox_sent() { GRPO_CLUSTER_ARRIVE(); }
-#define GRPO_MAILBOX_WAIT(box, parity, bytes) ::simt::detail::mailbox_wait((box), (parity), (bytes), __FILE__, __LINE__)
+inline void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
+  ::simt::detail::mailbox_arm(box, remote_bytes);
+  GRPO_CLUSTER_ARRIVE();
+}
+#define GRPO_MAILBOX_WAIT(box, parity) ::simt::detail::mailbox_wait((box), (parity), __FILE__, __LINE__)
 #endif
 
 }  // namespace grpo

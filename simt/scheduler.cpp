@@ -351,6 +351,7 @@ void run_kernel(const KernelLaunch& k) {
   std::vector<size_t> phase(C);
   for (size_t i = 0; i < C; ++i) phase[i] = i;
   for (size_t c : order) {
+    mailboxes_begin();
     for (size_t i = 0; i < C; ++i) {
       g_cur = &g_blocks[i];
       start_block(k, g_blocks[i], c * C + i);
@@ -370,6 +371,7 @@ void run_kernel(const KernelLaunch& k) {
       if (!waiting) break;
       release_cluster();
     }
+    mailboxes_end();
   }
   for (Block& B : g_blocks) B.current = nullptr;
   g_cur = &g_blocks[0];

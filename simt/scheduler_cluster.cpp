@@ -70,9 +70,10 @@ void* map_shared_rank(const void* p, unsigned rank) {
 
 namespace {
 // A mailbox's bookkeeping (core/cluster_mailbox.cuh): the phases completed, and the current
-// phase's bytes armed (by its block's thread 0, at `site`) and sent. Its waits are cluster waits,
-// so at their release every byte of the phase has been sent and none of the next (the protocol:
-// the next phase's bytes follow the receiver's wait): the release completes every armed phase.
+// phase's bytes armed (by its block's thread 0, in mailbox_sent at `site`) and sent by the other
+// blocks. Its waits are cluster waits, so at their release every byte of the phase has been sent
+// and none of the next (the protocol: the next phase's bytes follow the receiver's wait): the
+// release completes every armed phase.
 struct MailboxState {
   size_t block = 0;
   unsigned completed = 0;
@@ -80,14 +81,19 @@ struct MailboxState {
   uint64_t expected = 0, received = 0;
   std::string site;
 };
-std::map<const void*, MailboxState> g_mailboxes;
+std::map<const void*, MailboxState> g_mailboxes;  // the running cluster's
 
 MailboxState& mailbox_at(const void* box, const char* what) {
   const auto it = g_mailboxes.find(box);
   if (it == g_mailboxes.end())
-    fatal(std::string(what) + " on a mailbox never initialised (mailbox_init) in this launch (" +
+    fatal(std::string(what) + " on a mailbox never initialised (mailbox_init) in this cluster (" +
           where(*g_cur->current) + ")");
   return it->second;
+}
+
+std::string mailbox_name(const MailboxState& m) {
+  return "the mailbox of block " + std::to_string(m.block) + " of the cluster, phase " + std::to_string(m.completed) +
+         (m.site.empty() ? std::string() : " (armed by " + m.site + ")");
 }
 
 // At a cluster barrier's release: each armed phase ends, with the bytes armed or not.
@@ -95,14 +101,23 @@ void complete_mailboxes() {
   for (auto& [box, m] : g_mailboxes) {
     if (!m.armed) continue;
     if (m.received != m.expected)
-      fatal("the mailbox of block " + std::to_string(m.block) + " of the cluster, phase " +
-            std::to_string(m.completed) + " (armed at " + m.site + "): " + std::to_string(m.expected) +
-            " bytes armed, " + std::to_string(m.received) +
-            " sent before the wait's release: on a GPU the wait would never end, or end early");
-    ++m.completed, m.armed = false, m.expected = m.received = 0;
+      fatal(mailbox_name(m) + ": " + std::to_string(m.expected) + " bytes armed, " + std::to_string(m.received) +
+            " sent by the other blocks before the wait's release: on a GPU the wait would never end, or end early");
+    ++m.completed, m.armed = false, m.expected = m.received = 0, m.site.clear();
   }
 }
 }  // namespace
+
+void mailboxes_begin() { g_mailboxes.clear(); }
+
+void mailboxes_end() {
+  for (const auto& [box, m] : g_mailboxes)
+    if (m.armed || m.received != 0)
+      fatal(mailbox_name(m) + ": " + std::to_string(m.received) + " bytes sent" +
+            (m.armed ? ", " + std::to_string(m.expected) + " armed," : std::string()) +
+            " that no wait took before the cluster ended");
+  g_mailboxes.clear();
+}
 
 void mailbox_init(const void* box) {
   if (!g_launch || !g_cur || !g_cur->current) fatal("mailbox_init outside a kernel");
@@ -113,19 +128,21 @@ void mailbox_init(const void* box) {
 
 void mailbox_received(const void* box, size_t bytes) { mailbox_at(box, "mailbox_send").received += bytes; }
 
-void mailbox_wait(const void* box, unsigned parity, uint32_t bytes, const char* file, int line) {
+void mailbox_arm(const void* box, uint32_t bytes) {
   Thread& t = *g_cur->current;
-  const std::string site = std::string(file) + ":" + std::to_string(line);
-  if (t.linear == 0) {
-    MailboxState& m = mailbox_at(box, "mailbox_wait");
-    if (m.armed) fatal("the mailbox of " + where(t) + " armed twice in one phase, at " + m.site + " and " + site);
-    m.armed = true, m.expected = bytes, m.site = site;
-  }
+  if (t.linear != 0) return;
+  MailboxState& m = mailbox_at(box, "mailbox_sent");
+  if (m.armed) fatal("the mailbox of " + where(t) + " armed twice in one phase, at " + m.site);
+  m.armed = true, m.expected = bytes, m.site = where(t);
+}
+
+void mailbox_wait(const void* box, unsigned parity, const char* file, int line) {
   cluster_wait(file, line);
   const MailboxState& m = mailbox_at(box, "mailbox_wait");
   if (m.completed % 2 == parity % 2)
-    fatal(where(t) + " waits at " + site + " for phase parity " + std::to_string(parity % 2) + " of its mailbox, " +
-          std::to_string(m.completed) + " phases completed: its thread 0 never armed that phase");
+    fatal(where(*g_cur->current) + " waits at " + file + ":" + std::to_string(line) + " for a phase of parity " +
+          std::to_string(parity % 2) + " of its mailbox, " + std::to_string(m.completed) +
+          " phases completed: that phase was never armed, or the parity is wrong");
 }
 
 bool cluster_block_exited(size_t rank) { return rank < g_blocks.size() && g_blocks[rank].live == 0; }

@@ -80,5 +80,9 @@ void yield_to_scheduler();  // suspends the running thread until the scheduler r
 void save_statics(Block& B);  // the block's static __shared__ bytes, while another block runs
 void restore_statics(const Block& B);
 void release_cluster();  // every live thread of the cluster waits at the cluster barrier: release it
+// The mailboxes of the cluster about to run are none yet; at its end, none may hold bytes no
+// wait took (core/cluster_mailbox.cuh).
+void mailboxes_begin();
+void mailboxes_end();
 
 }  // namespace simt::detail

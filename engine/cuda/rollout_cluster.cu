@@ -76,16 +76,19 @@ struct A1Out {
   }
 };
 
-// The bytes a phase of each mailbox brings a block: its games' a1 rows (every block's columns of
-// them), and every game's next h1 row, four elements a send (rollout_step_block's groups; the
-// last one padded with zeros past H, into the row's padding: no product reads past H).
-__device__ __forceinline__ uint32_t a1_bytes(unsigned rows, unsigned rank, unsigned H) {
-  const unsigned games = rows > rank ? (rows - rank + C - 1) / C : 0u;
-  return games * H * uint32_t(sizeof(float));
+// The bytes the other blocks send a block in a phase of each mailbox (its own sends are stores,
+// not counted): its games' a1 rows at their columns, and their games' next h1 rows, four
+// elements a send (rollout_step_block's groups; the last one padded with zeros past H, into the
+// row's padding: no product reads past H).
+__device__ __forceinline__ unsigned block_games(unsigned rows, unsigned rank) {
+  return rows > rank ? (rows - rank + C - 1) / C : 0u;
+}
+__device__ __forceinline__ uint32_t a1_bytes(unsigned rows, unsigned rank, unsigned H, unsigned cols) {
+  return block_games(rows, rank) * (H - cols) * uint32_t(sizeof(float));
 }
 template <class T>
-__device__ __forceinline__ uint32_t h1_bytes(unsigned rows, unsigned H) {
-  return rows * ((H + 3) / 4 * 4) * uint32_t(sizeof(T));
+__device__ __forceinline__ uint32_t h1_bytes(unsigned rows, unsigned rank, unsigned H) {
+  return (rows - block_games(rows, rank)) * ((H + 3) / 4 * 4) * uint32_t(sizeof(T));
 }
 
 // Four elements of an h1 row, rounded as the global copy (fp32 or bf16), as one send.
@@ -159,10 +162,10 @@ struct ClusterHooks : StepHooks {
   const float* a1_row;
   bool first;
   Mailbox *a1_box, *xs_box;
-  uint32_t a1_parity, a1_expect;  // the step's phase of the a1 mailbox, and the bytes it brings
+  uint32_t a1_parity;  // the step's phase of the a1 mailbox
   __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
                           float* a1_out_, const float* a1_row_, bool first_, Mailbox* a1_box_, Mailbox* xs_box_,
-                          uint32_t a1_parity_, uint32_t a1_expect_)
+                          uint32_t a1_parity_)
       : xs(xs_),
         stride(stride_),
         row(row_),
@@ -173,14 +176,11 @@ struct ClusterHooks : StepHooks {
         first(first_),
         a1_box(a1_box_),
         xs_box(xs_box_),
-        a1_parity(a1_parity_),
-        a1_expect(a1_expect_) {}
+        a1_parity(a1_parity_) {}
   // The one place every thread of the cluster waits for a1 (the emulator wants one site).
-  __device__ static void wait_for_a1(Mailbox* box, uint32_t parity, uint32_t bytes) {
-    GRPO_MAILBOX_WAIT(box, parity, bytes);
-  }
+  __device__ static void wait_for_a1(Mailbox* box, uint32_t parity) { GRPO_MAILBOX_WAIT(box, parity); }
   __device__ __forceinline__ void ready() const {
-    if (first) wait_for_a1(a1_box, a1_parity, a1_expect);
+    if (first) wait_for_a1(a1_box, a1_parity);
   }
   __device__ __forceinline__ bool ahead() const { return first; }
   __device__ __forceinline__ void h1(unsigned col0, unsigned n, const float (&v)[4]) const {
@@ -209,8 +209,10 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   const unsigned rank = cluster_block_rank(), cluster = blockIdx.x / C;
   const unsigned N = unsigned(s.N), H = unsigned(s.H), stride = smem_stride(H, kMma);
   const unsigned g0 = unsigned(size_t(cluster) * N / clusters), g1 = unsigned(size_t(cluster + 1) * N / clusters);
-  const unsigned rows = g1 - g0, width = (H + C - 1) / C;  // columns per block (the last may have fewer)
-  const unsigned c0 = min(H, rank * width), cols = min(H, c0 + width) - c0;
+  // Columns split evenly (width or width - 1 a block, at least 4 from H 32): every block sends a1
+  // to every game's block, which the mailboxes' order needs (below).
+  const unsigned rows = g1 - g0, width = (H + C - 1) / C;
+  const unsigned c0 = rank * H / C, cols = (rank + 1) * H / C - c0;
   const OnChipParams op(H, unsigned(s.D));
   const SmemLayout at(H, unsigned(s.D), width, (N + clusters - 1) / clusters, stride, sizeof(T));
   float* on_chip = reinterpret_cast<float*>(smem);
@@ -220,7 +222,7 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   GameState* states = reinterpret_cast<GameState*>(smem + at.games);   // [games]: their states
   Mailbox* const a1_box = reinterpret_cast<Mailbox*>(smem + at.mail);  // a1's mailbox, then xs's
   Mailbox* const xs_box = a1_box + 1;
-  if (threadIdx.x == 0) mailbox_init(a1_box), mailbox_init(xs_box);
+  if (threadIdx.x == 0) mailbox_init(a1_box, 2, kStepWarps);
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
   ParamViews p = s.p;
   p.fc_in_w_t = on_chip + op.fc_in_w_t, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
@@ -247,16 +249,18 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   // A step's two exchanges go through mailboxes, not cluster barriers: each block waits for the
   // bytes it reads, not for every thread of the cluster. What a barrier also gave follows from
   // the data and the block barriers:
-  //   - a block's a1 rows and xs are free before another block writes them: block b sends a
-  //     game's a1 rows of step t + 1 only after its product, which waited for that game's h1 row
-  //     of step t + 1, which the game's block sends after its last read of its a1 rows of step t;
-  //     and every block's h1 rows of step t + 2 wait for b's a1 of step t + 1, which comes after
-  //     b's last read of xs (its copy out, then the barrier below, then its product);
+  //   - a block's a1 rows are free before another block writes them: block b sends a game's a1
+  //     row of step t + 1 only after its product, which waited for that game's h1 row of step
+  //     t + 1, which the game's block sends after its last read of that a1 row of step t (the
+  //     head, and the copy out while thread 0 plays, before the trunk's barrier);
+  //   - xs is: a thread (a warp, on tensor cores: after a __syncwarp) that reads game row r of xs
+  //     in b's product sends a1 of row r to r's block, whose h1 row of the next step waits for it
+  //     (so every block has columns, and lanes past the cluster's rows read nothing); the copy
+  //     out reads only b's own games' rows, which b itself writes after its next head's barrier;
   //   - within a block, the wait is no barrier: what a thread reads of sh and of the states
   //     after it was written at the step before has the head's or the game's __syncthreads
-  //     between, and thread 0 arms a phase only after a __syncthreads that every thread passes
-  //     after its wait of the phase before (the head's; a block without a game has its own).
-  const uint32_t a1_expect = a1_bytes(rows, rank, H), xs_expect = h1_bytes<T>(rows, H);
+  //     between, and a warp arrives for a phase only after its wait of the phase before.
+  const uint32_t a1_remote = a1_bytes(rows, rank, H, cols), xs_remote = h1_bytes<T>(rows, rank, H);
   uint32_t a1_parity = 0, xs_parity = 0;
   for (uint32_t t = 0; t < steps; ++t, a1_parity ^= 1u) {
     const size_t shift = size_t(t) * N;  // step t's rows
@@ -266,29 +270,23 @@ __global__ void __launch_bounds__(kStepThreads, 1)
       product_mma(xs, ws, rows, cols, H, out);
     else
       product(xs, ws, rows, cols, width, H, out);
-    mailbox_sent();         // the wait is the first game's hooks.ready(), after its draws
-    if (g0 + rank >= g1) {  // a block without a game: its threads past the wait before thread 0 arms the next
-      ClusterHooks<T>::wait_for_a1(a1_box, a1_parity, a1_expect);
-      __syncthreads();
-    }
+    mailbox_sent(a1_box, a1_remote);                                       // the wait: the first game's hooks.ready()
+    if (g0 + rank >= g1) ClusterHooks<T>::wait_for_a1(a1_box, a1_parity);  // a block without a game
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
       const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
-                                  a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, a1_expect);
+                                  a1_row, g == g0 + rank, a1_box, xs_box, a1_parity);
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
-      if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the next step's waits order it)
+      if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the next step's head orders it)
     }
     if (last) break;
-    mailbox_sent();
-    GRPO_MAILBOX_WAIT(xs_box, xs_parity, xs_expect);  // the h1 rows of step t + 1, every game's
+    mailbox_sent(xs_box, xs_remote);
+    GRPO_MAILBOX_WAIT(xs_box, xs_parity);  // the h1 rows of step t + 1, every game's
     xs_parity ^= 1u;
     copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
-    // Every warp copies, but at a narrow H not every warp has a share of the product: this
-    // orders the copies' reads of xs before the block's a1, and so before the next h1 rows.
-    __syncthreads();
   }
   GRPO_CLUSTER_SYNC();  // no block exits while a send to it may be in flight
 }

@@ -127,9 +127,12 @@ __device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, uns
 // mma.sync from 0, 16 k a step, the tiles' sums then added to the element's in order
 // (kernels/few_rows.h). Four chains of 8 steps (the small preset's 512 k) wait for one mma's
 // latency a step where one chain of 32 waited for it 32 times. Row i of D depends on row i of A
-// alone and column j on column j of B, so a lane whose row of W1 (past `cols`) or h1 row (past
-// `rows`) is not there reads the first row of its operand instead and its results in that row
-// or column are not stored.
+// alone and column j on column j of B, so a lane whose row of W1 (past `cols`) reads the first
+// row of W1 instead, one whose h1 row (past `rows`) takes zeros (reading another row of xs would
+// read what the block sends no a1 for: rollout_cluster.cu's mailboxes order only the reads that
+// a send follows), and their results in that row or column are not stored. The lanes' stores
+// of D follow a __syncwarp: a lane stores what other lanes' loads fed, and the mma is no
+// ordering of memory.
 template <class Out>
 __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
                                             const Out& out) {
@@ -144,7 +147,8 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
       if (item % kWarps != threadIdx.x / 32) continue;
       const Bf16* w0 = m0 + g < cols ? ws + size_t(m0 + g) * stride : ws;
       const Bf16* w1 = m0 + g + 8 < cols ? ws + size_t(m0 + g + 8) * stride : ws;
-      const Bf16* x = n0 + g < rows ? xs + size_t(n0 + g) * stride : xs;
+      const bool has_x = n0 + g < rows;
+      const Bf16* x = has_x ? xs + size_t(n0 + g) * stride : xs;
       float sum[4] = {0.f, 0.f, 0.f, 0.f};
       for (unsigned t0 = 0; t0 < H; t0 += kMmaChains * kTile) {  // kMmaChains tiles from k t0
         float d[kMmaChains][4];
@@ -162,7 +166,8 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
             for (unsigned c = 0; c < kMmaChains; ++c) {
               const unsigned kc = k + c * kTile;
               f.a[c][0] = pair(w0, kc), f.a[c][1] = pair(w1, kc), f.a[c][2] = pair(w0, kc + 8);
-              f.a[c][3] = pair(w1, kc + 8), f.b[c][0] = pair(x, kc), f.b[c][1] = pair(x, kc + 8);
+              f.a[c][3] = pair(w1, kc + 8);
+              f.b[c][0] = has_x ? pair(x, kc) : 0u, f.b[c][1] = has_x ? pair(x, kc + 8) : 0u;
             }
           };
           const auto products = [&](const Fragments& f) {
@@ -191,7 +196,7 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
               const unsigned kl = k + 2 * q;
               const uint32_t a[4] = {pair_within(w0, kl, H), pair_within(w1, kl, H), pair_within(w0, kl + 8, H),
                                      pair_within(w1, kl + 8, H)};
-              const uint32_t b[2] = {pair_within(x, kl, H), pair_within(x, kl + 8, H)};
+              const uint32_t b[2] = {has_x ? pair_within(x, kl, H) : 0u, has_x ? pair_within(x, kl + 8, H) : 0u};
               mma_m16n8k16_bf16(d[c], a, b, d[c]);
             }
         }
@@ -201,6 +206,7 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
 #pragma unroll
             for (unsigned e = 0; e < 4; ++e) sum[e] += d[c][e];
       }
+      __syncwarp();
 #pragma unroll
       for (unsigned e = 0; e < 4; ++e) {
         const unsigned col = m0 + g + 8 * (e / 2), row = n0 + 2 * q + e % 2;

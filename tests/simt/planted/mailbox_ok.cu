@@ -16,14 +16,14 @@ __global__ void pass_right(float* out) {
   float* inbox = smem;  // [phase][kThreads]
   auto* box = reinterpret_cast<grpo::Mailbox*>(smem + 2 * kThreads);
   const unsigned rank = grpo::cluster_block_rank();
-  if (threadIdx.x == 0) grpo::mailbox_init(box);
+  if (threadIdx.x == 0) grpo::mailbox_init(box, 1, kThreads / 32);
   __syncthreads();
   GRPO_CLUSTER_SYNC();
   float v = float(rank * kThreads + threadIdx.x);
   for (unsigned phase = 0; phase < 2; ++phase) {
     grpo::mailbox_send(inbox + phase * kThreads + threadIdx.x, (rank + 1) % kBlocks, box, v);
-    grpo::mailbox_sent();
-    GRPO_MAILBOX_WAIT(box, phase % 2, kThreads * uint32_t(sizeof(float)));
+    grpo::mailbox_sent(box, kThreads * uint32_t(sizeof(float)));
+    GRPO_MAILBOX_WAIT(box, phase % 2);
     v = inbox[phase * kThreads + threadIdx.x];
     __syncthreads();  // every thread past its wait before its thread 0 arms the next phase
   }

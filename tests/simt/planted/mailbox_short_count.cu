@@ -14,12 +14,12 @@ __global__ void pass_right(float* out) {
   float* inbox = smem;  // [kThreads]
   auto* box = reinterpret_cast<grpo::Mailbox*>(smem + kThreads);
   const unsigned rank = grpo::cluster_block_rank();
-  if (threadIdx.x == 0) grpo::mailbox_init(box);
+  if (threadIdx.x == 0) grpo::mailbox_init(box, 1, kThreads / 32);
   __syncthreads();
   GRPO_CLUSTER_SYNC();
   grpo::mailbox_send(inbox + threadIdx.x, (rank + 1) % kBlocks, box, float(rank * kThreads + threadIdx.x));
-  grpo::mailbox_sent();
-  GRPO_MAILBOX_WAIT(box, 0u, (kThreads - 1) * uint32_t(sizeof(float)));
+  grpo::mailbox_sent(box, (kThreads - 1) * uint32_t(sizeof(float)));
+  GRPO_MAILBOX_WAIT(box, 0u);
   out[blockIdx.x * kThreads + threadIdx.x] = inbox[threadIdx.x];
   GRPO_CLUSTER_SYNC();
 }
