@@ -13,21 +13,23 @@
 // The protocol the callers keep (each is what a cluster barrier would have given them):
 //   - mailbox_init by thread 0 before a cluster barrier that every block passes before any send,
 //     with the block's warps as the arrivals a phase takes;
-//   - each phase, every thread of the receiver calls mailbox_sent once (thread 0 with the bytes
-//     the other blocks send it this phase) and then GRPO_MAILBOX_WAIT with the phase's parity
-//     (0, 1, 0, ...), at one site a phase; a warp arrives for phase k + 1 only after its wait of
-//     phase k, so no thread can fall two phases behind;
-//   - bytes of phase k + 1 land only after the receiver is done with the memory they overwrite
-//     (a chain of data the sender waited for orders that), and after the receiver's phase k
-//     completed;
+//   - the block is one-dimensional, and each phase every thread of the receiver calls
+//     mailbox_sent once, all 32 lanes of a warp together (thread 0 with the bytes the other
+//     blocks send it this phase), and then GRPO_MAILBOX_WAIT with the phase's parity (0, 1,
+//     0, ...), at one site a phase; a warp arrives for phase k + 1 only after all its lanes'
+//     waits of phase k, so no thread can fall two phases behind;
+//   - bytes of phase k + 1 land only after the receiver's phase k completed (else they count
+//     toward phase k, which then never completes) and after the receiver is done with the memory
+//     they overwrite: a chain of data the sender waited for must order both;
 //   - a block exits only after a cluster barrier that follows the last send to it.
 //
 // The emulator (GRPO_SIMT) cannot park a thread on an mbarrier: there a send to another block is
 // a plain store into it, mailbox_sent is a split cluster barrier's arrive and each wait its
 // wait, so the emulator checks the data flow under the stronger order of a cluster barrier
 // (races, bounds, bits). What it checks of the mailboxes themselves is their bookkeeping, which
-// a GPU turns into a hang: at each release, that every phase armed received exactly the bytes
-// armed; at a cluster's end, that no bytes went unawaited (simt/scheduler_cluster.cpp). A GPU's
+// a GPU turns into a hang: at each release, that every phase armed had its warps' arrivals and
+// exactly the bytes armed; at a cluster's end, that no bytes went unawaited
+// (simt/scheduler_cluster.cpp). A GPU's
 // wait traps after kMailboxTimeoutNs: the context then holds a sticky error (unspecified launch
 // failure) that the next synchronisation reports, rather than a hang; a debugger that holds the
 // GPU at a breakpoint that long sets it off too.
@@ -129,15 +131,17 @@ __device__ __forceinline__ void mailbox_send(float4* local, unsigned rank, Mailb
                : "memory");
 }
 // Every thread of the block, once a phase, after its sends of the phase and before its wait:
-// thread 0 arms the bytes the other blocks send this block in the phase (before its warp's
-// arrival, so that the phase cannot complete without them), then each warp arrives, releasing
-// its stores into its own block.
+// each warp arrives, releasing its stores into its own block; thread 0's arrival also arms the
+// bytes the other blocks send this block in the phase (one operation: the phase cannot complete
+// without them).
 __device__ __forceinline__ void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
   const uint32_t bar = mailbox_detail::smem_addr(box);
-  if (threadIdx.x == 0)
-    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(remote_bytes) : "memory");
   __syncwarp();
-  if (threadIdx.x % 32 == 0) asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+  if (threadIdx.x == 0)
+    asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(remote_bytes)
+                 : "memory");
+  else if (threadIdx.x % 32 == 0)
+    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 #define GRPO_MAILBOX_WAIT(box, parity) ::grpo::mailbox_detail::wait((box), (parity))
 #else  // an older architecture in the build's list: no clusters; the host never launches one there
@@ -150,8 +154,8 @@ __device__ __forceinline__ void mailbox_sent(Mailbox*, uint32_t) { __trap(); }
 #define GRPO_MAILBOX_WAIT(box, parity) __trap()
 #endif
 #elif defined(GRPO_SIMT)
-inline void mailbox_init(Mailbox* boxes, unsigned n, unsigned) {
-  for (unsigned i = 0; i < n; ++i) ::simt::detail::mailbox_init(boxes + i);
+inline void mailbox_init(Mailbox* boxes, unsigned n, unsigned arrivals) {
+  for (unsigned i = 0; i < n; ++i) ::simt::detail::mailbox_init(boxes + i, arrivals);
 }
 template <class V>
 void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
@@ -163,7 +167,8 @@ void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
   ::simt::detail::mailbox_received(cluster_map_shared(box, rank), sizeof(V));
 }
 inline void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
-  ::simt::detail::mailbox_arm(box, remote_bytes);
+  __syncwarp();  // every lane of the warp, together (the emulator's collective checks)
+  ::simt::detail::mailbox_arrive(box, remote_bytes);
   GRPO_CLUSTER_ARRIVE();
 }
 #define GRPO_MAILBOX_WAIT(box, parity) ::simt::detail::mailbox_wait((box), (parity), __FILE__, __LINE__)

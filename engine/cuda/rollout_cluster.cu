@@ -48,7 +48,7 @@ using namespace rollout_cluster_copy;
 // The parameters rollout_step_block reads every step, kept in shared memory for all T steps
 // ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
 // float4 paths need). From L2 they cost the step two round trips or more (fc_in's rows after
-// the game step, and after every cluster barrier, which invalidates L1, again).
+// the game step, and after every mailbox wait, whose acquire invalidates L1, again).
 struct OnChipParams {
   unsigned fc_in_w_t, fc1_b, fc_out_w, ln_gamma, ln_beta, fc_out_b, floats;
   GRPO_HD OnChipParams(unsigned H, unsigned D) {
@@ -119,7 +119,7 @@ struct SmemLayout {
 
 // The states of the block's games (game row i of the cluster at rows[i / C]), kept in its shared
 // memory for all T steps: thread 0 reads and writes them there, where s.games would cost its
-// step an L2 round trip (a cluster barrier's CCTL.IVALL has emptied L1) before it can play. They
+// step an L2 round trip (a mailbox wait's CCTL.IVALL has emptied L1) before it can play. They
 // go back to s.games at the last step. step_one_game's Games (env/games.h).
 struct GamesOnChip {
   GameState* rows;
@@ -198,10 +198,12 @@ struct ClusterHooks : StepHooks {
 
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps. kVec: rollout_step_vec.
-// The 1 lets ptxas give a thread more than 128 registers (without it ptxas stopped there and
-// spilled); the plan asks the device how many clusters fit with the registers as compiled.
+// The 3 lets ptxas give a thread up to 168 registers (at 128 it spilled) and keeps every
+// compilation at three blocks an SM, which bf16's shared memory allows (one game a block at the
+// small preset needs 17 clusters on 132 SMs); the plan asks the device how many clusters fit
+// with the registers as compiled.
 template <class T, bool kMma, bool kVec>
-__global__ void __launch_bounds__(kStepThreads, 1)
+__global__ void __launch_bounds__(kStepThreads, 3)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
                            unsigned clusters) {
   __shared__ StepScratch<1> sh;
@@ -249,13 +251,19 @@ __global__ void __launch_bounds__(kStepThreads, 1)
   // A step's two exchanges go through mailboxes, not cluster barriers: each block waits for the
   // bytes it reads, not for every thread of the cluster. What a barrier also gave follows from
   // the data and the block barriers:
+  //   - a phase's bytes land after the receiver's phase before it completed: block b sends a1 of
+  //     step t + 1 after its wait for the h1 rows of step t + 1, which the receiving game's block
+  //     sends after its threads passed their a1 wait of step t; b sends h1 of step t + 2 after
+  //     its a1 wait of step t + 1, which needs every block's columns of it (every block has
+  //     columns), each sent after that block's threads passed their h1 wait of step t + 1;
   //   - a block's a1 rows are free before another block writes them: block b sends a game's a1
   //     row of step t + 1 only after its product, which waited for that game's h1 row of step
   //     t + 1, which the game's block sends after its last read of that a1 row of step t (the
   //     head, and the copy out while thread 0 plays, before the trunk's barrier);
   //   - xs is: a thread (a warp, on tensor cores: after a __syncwarp) that reads game row r of xs
   //     in b's product sends a1 of row r to r's block, whose h1 row of the next step waits for it
-  //     (so every block has columns, and lanes past the cluster's rows read nothing); the copy
+  //     (so every block has columns, and lanes past the cluster's rows read nothing); where that
+  //     block is b itself, b's head barrier orders its own next h1 row after the read; the copy
   //     out reads only b's own games' rows, which b itself writes after its next head's barrier;
   //   - within a block, the wait is no barrier: what a thread reads of sh and of the states
   //     after it was written at the step before has the head's or the game's __syncthreads

@@ -200,9 +200,10 @@ TEST(RolloutClusterCuda, OneStepAndOneGame) {
 
 // What timing decides (the mailboxes' phases, a block's buffers written for the next step while
 // another block may still read them): the same launch from the same arena, run again and again,
-// must leave the same bytes every time, on tensor cores too. On a GPU at the small preset's
-// shape (136 games at hidden 512; in fp32 blocks that play two games), 20 launches each way; on
-// the emulator, whose schedule its seed draws, twice at small shapes.
+// must leave the same bytes every time, on tensor cores too. On a GPU 20 launches each way at the
+// small preset's shape (136 games at hidden 512; in fp32 blocks that play two games) and at small
+// ones (a ragged width, fewer games than blocks, one step); on the emulator, whose schedule its
+// seed draws, twice at small shapes.
 TEST(RolloutClusterCuda, RepeatedLaunchesLeaveTheSameBytes) {
   GRPO_REQUIRE_DEVICE();
   struct Case {
@@ -220,7 +221,11 @@ TEST(RolloutClusterCuda, RepeatedLaunchesLeaveTheSameBytes) {
   small.hidden_size = 512, small.batch_size = 8, small.max_steps = 16;
   TrainConfig small_bf16 = small;
   small_bf16.precision = Precision::Bf16;
-  const Case cases[] = {{small_bf16, ClusterProduct::TensorCores, 0}, {small, ClusterProduct::Fma, 0}};
+  const Case cases[] = {{small_bf16, ClusterProduct::TensorCores, 0},
+                        {small, ClusterProduct::Fma, 0},
+                        {shape(37, 5, 4), ClusterProduct::Fma, 0},                           // any H, uneven columns
+                        {shape(37, 2, 1, Precision::Bf16), ClusterProduct::TensorCores, 0},  // 6 games, 8 blocks
+                        {shape(100, 2, 3, Precision::Bf16), ClusterProduct::Fma, 1}};
 #endif
   for (Case k : cases) {
     const uint64_t seed = std::random_device{}();
