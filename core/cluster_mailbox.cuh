@@ -29,10 +29,11 @@
 // (races, bounds, bits). What it checks of the mailboxes themselves is their bookkeeping, which
 // a GPU turns into a hang: at each release, that every phase armed had its warps' arrivals and
 // exactly the bytes armed; at a cluster's end, that no bytes went unawaited
-// (simt/scheduler_cluster.cpp). A GPU's
-// wait traps after kMailboxTimeoutNs: the context then holds a sticky error (unspecified launch
-// failure) that the next synchronisation reports, rather than a hang; a debugger that holds the
-// GPU at a breakpoint that long sets it off too.
+// (simt/scheduler_cluster.cpp).
+//
+// A GPU's wait traps after kMailboxTimeoutNs: the context then holds a sticky error (unspecified
+// launch failure) that the next synchronisation reports, rather than a hang; a debugger that
+// holds the GPU at a breakpoint that long sets it off too.
 #pragma once
 #include <cstddef>
 #include <cstdint>
