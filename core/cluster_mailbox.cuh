@@ -94,42 +94,37 @@ __device__ __forceinline__ void mailbox_init(Mailbox* boxes, unsigned n, unsigne
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
+namespace mailbox_detail {
+// st.async of 4, 8 or 16 bytes to `to` in another block, counted by its mbarrier at `bar`.
+__device__ __forceinline__ void st_async(uint32_t to, float v, uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(to),
+               "r"(__float_as_uint(v)), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void st_async(uint32_t to, uint2 v, uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(to), "r"(v.x),
+               "r"(v.y), "r"(bar)
+               : "memory");
+}
+__device__ __forceinline__ void st_async(uint32_t to, float4 v, uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(to),
+               "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
+               "r"(__float_as_uint(v.w)), "r"(bar)
+               : "memory");
+}
+}  // namespace mailbox_detail
+
 // v into what `local` (this block's dynamic shared memory) is in block `rank`, counted by that
 // block's mailbox at what `box` is here, or, in this block, stored (the warp's arrival releases
-// it). 4, 8 or 16 bytes, aligned to their size.
-__device__ __forceinline__ void mailbox_send(float* local, unsigned rank, Mailbox* box, float v) {
+// it). V: float, uint2 or float4, aligned to its size.
+template <class V>
+__device__ __forceinline__ void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
   using namespace mailbox_detail;
   if (rank == cluster_block_rank()) {
     *local = v;
     return;
   }
-  asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote(smem_addr(local), rank)),
-      "r"(__float_as_uint(v)), "r"(remote(smem_addr(box), rank))
-      : "memory");
-}
-__device__ __forceinline__ void mailbox_send(uint2* local, unsigned rank, Mailbox* box, uint2 v) {
-  using namespace mailbox_detail;
-  if (rank == cluster_block_rank()) {
-    *local = v;
-    return;
-  }
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.b32 [%0], {%1, %2}, [%3];" ::"r"(
-                   remote(smem_addr(local), rank)),
-               "r"(v.x), "r"(v.y), "r"(remote(smem_addr(box), rank))
-               : "memory");
-}
-__device__ __forceinline__ void mailbox_send(float4* local, unsigned rank, Mailbox* box, float4 v) {
-  using namespace mailbox_detail;
-  if (rank == cluster_block_rank()) {
-    *local = v;
-    return;
-  }
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
-                   remote(smem_addr(local), rank)),
-               "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
-               "r"(__float_as_uint(v.w)), "r"(remote(smem_addr(box), rank))
-               : "memory");
+  st_async(remote(smem_addr(local), rank), v, remote(smem_addr(box), rank));
 }
 // Every thread of the block, once a phase, after its sends of the phase and before its wait:
 // each warp arrives, releasing its stores into its own block; thread 0's arrival also arms the

@@ -30,6 +30,7 @@
 #include "core/launch.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_cluster_copy.cuh"
+#include "engine/cuda/rollout_cluster_exchange.cuh"
 #include "engine/cuda/rollout_cluster_product.cuh"
 #include "engine/cuda/rollout_step.h"
 #include "engine/cuda/rollout_step_block.cuh"
@@ -44,6 +45,7 @@ using namespace rollout_step_detail;
 using namespace rollout_cluster_detail;
 
 using namespace rollout_cluster_copy;
+using namespace rollout_cluster_exchange;
 
 // The parameters rollout_step_block reads every step, kept in shared memory for all T steps
 // ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
@@ -62,41 +64,6 @@ struct OnChipParams {
     floats = fc_out_b + r4(kActions);
   }
 };
-
-// Where the block's product puts a1 element (row, col) of a step (row of the cluster's games,
-// col of the block's columns): into the a1 rows of the block that runs the game (game row i on
-// block i % C, its row i / C there), through its a1 mailbox. That block copies its rows to
-// global memory, for the loss pass, while it plays the game (ClusterHooks).
-struct A1Out {
-  float* rows;  // this block's a1 rows from the block's first column: the same offset in the owner's
-  unsigned pitch;
-  Mailbox* box;  // this block's a1 mailbox: the same offset in the owner's
-  __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
-    mailbox_send(rows + size_t(row / C) * pitch + col, row % C, box, v);
-  }
-};
-
-// The bytes the other blocks send a block in a phase of each mailbox (its own sends are stores,
-// not counted): its games' a1 rows at their columns, and their games' next h1 rows, four
-// elements a send (rollout_step_block's groups; the last one padded with zeros past H, into the
-// row's padding: no product reads past H).
-__device__ __forceinline__ unsigned block_games(unsigned rows, unsigned rank) {
-  return rows > rank ? (rows - rank + C - 1) / C : 0u;
-}
-__device__ __forceinline__ uint32_t a1_bytes(unsigned rows, unsigned rank, unsigned H, unsigned cols) {
-  return block_games(rows, rank) * (H - cols) * uint32_t(sizeof(float));
-}
-template <class T>
-__device__ __forceinline__ uint32_t h1_bytes(unsigned rows, unsigned rank, unsigned H) {
-  return (rows - block_games(rows, rank)) * ((H + 3) / 4 * 4) * uint32_t(sizeof(T));
-}
-
-// Four elements of an h1 row, rounded as the global copy (fp32 or bf16), as one send.
-__device__ __forceinline__ float4 h1_chunk(float*, const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
-__device__ __forceinline__ uint2 h1_chunk(Bf16*, const float (&v)[4]) {
-  return make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
-                    uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
-}
 
 // The kernel's dynamic shared memory, in bytes from its start: the on-chip parameters, the
 // block's rows of W1 (ws), the cluster's h1 rows (xs, the most rows a cluster has), the a1 rows of
@@ -188,7 +155,7 @@ struct ClusterHooks : StepHooks {
     float w[4];
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) w[k] = k < n ? v[k] : 0.f;
-    const auto chunk = h1_chunk(local, w);
+    const auto chunk = chunk4(local, w);
     auto* at = reinterpret_cast<std::remove_const_t<decltype(chunk)>*>(local);
     for (unsigned r = 0; r < C; ++r) mailbox_send(at, r, xs_box, chunk);
   }

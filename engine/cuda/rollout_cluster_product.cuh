@@ -46,22 +46,12 @@ __device__ __forceinline__ void load4_smem(const Bf16* p, float (&v)[4]) {
   v[2] = to_float(Bf16{uint16_t(t.y & 0xFFFFu)}), v[3] = to_float(Bf16{uint16_t(t.y >> 16)});
 }
 
-// p[0 .. n-1] = v (n <= 4), rounded to T; p 16-byte (fp32) or 8-byte (bf16) aligned when n == 4.
-// p may lie in another block's shared memory (rollout_cluster.cu's staged h1 rows).
-__device__ __forceinline__ void store4_smem(float* p, unsigned n, const float (&v)[4]) {
-  if (n == 4) {
-    *vector_at<float4>(p) = make_float4(v[0], v[1], v[2], v[3]);
-    return;
-  }
-  for (unsigned k = 0; k < n; ++k) p[k] = v[k];
-}
-__device__ __forceinline__ void store4_smem(Bf16* p, unsigned n, const float (&v)[4]) {
-  if (n == 4) {
-    *vector_at<uint2>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
-                                      uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
-    return;
-  }
-  for (unsigned k = 0; k < n; ++k) p[k] = to_bf16(v[k]);
+// Four elements rounded to T (the pointer's type) and packed as one 16-byte (fp32) or 8-byte
+// (bf16) store: load4_smem's inverse.
+__device__ __forceinline__ float4 chunk4(float*, const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
+__device__ __forceinline__ uint2 chunk4(Bf16*, const float (&v)[4]) {
+  return make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
+                    uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
 }
 
 // A thread owns a column j and every sets-th row from its set, up to kRowTile at a time, and
