@@ -1,5 +1,4 @@
 // The loss pass's policy head in one pass over the rows (contract in head_loss.h).
-#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -28,29 +27,22 @@ __device__ __forceinline__ void unpack(const float4& f, float (&v)[4]) {
 // the CG column groups t, t + team, ... (four columns each) of every row it sees, so its four
 // column sums stay in its registers (b1 and W_out at the block's columns wait in shared memory).
 // A round takes R rows a team (slot s = i * teams + team index is row base + s):
-//   1. h2 = dropout(gelu(a1 + b1)) and gk = gelu' * keep / (1 - p), and the thread's share of
-//      the three logits, which meet in shared memory (a shuffle tree a warp, then the team's
-//      warps in order);
-//   2. one thread a slot applies the objective (loss, dlogits);
+//   1. h2 = dropout(gelu(a1 + b1)) and gk = gelu' * keep / (1 - p), kept in registers, and the
+//      thread's share of the three logits;
+//   2. the logits meet in shared memory (a shuffle tree a warp, then the team's warps in order),
+//      and one thread a slot applies the objective (loss, dlogits);
 //   3. da1 = (dlogits W_out) * gk is written, and da1 and dlogits_j * h2 join the column sums.
 // a1 is read once and the GELU and the mask are computed once an element: the two passes of
-// head_loss_wide.cu each read a1 and compute both. The rounds overlap: between two barriers the
-// slot threads apply the objective to round k while every thread runs step 1 of round k + 1,
-// then, after the barrier, step 3 of round k. So the slot threads' serial work hides behind the
-// other warps' step 1, and a round costs one barrier, not two. h2 and gk wait in shared memory
-// (each thread's own, by the round's parity: `kept`), the logits' shares and dlogits likewise
-// by parity; a1's loads run a round ahead of step 1. Every sum is added in the same order as
-// with one round at a time.
+// head_loss_wide.cu each read a1 and compute both. The next round's a1 loads are issued right
+// after step 1, so they are in flight through the barriers and step 3.
 template <unsigned CG, unsigned R>
 __global__ void __launch_bounds__(kThreads, 2)
     head_loss_fused_kernel(HeadLossArgs a, bool vec, unsigned team, unsigned rows_per_chunk,
                            float* __restrict__ col_partials, float* __restrict__ row_partials) {
-  constexpr unsigned kMaxSlots = R * kWarps;                     // teams * R, at most 8 teams of 32
-  constexpr unsigned kKept = R * CG;                             // float4 of h2 (and of gk) a thread keeps
-  __shared__ float team_logits[2][kMaxSlots][kWarps][kActions];  // [parity][slot][warp of the team][j]
-  __shared__ float slot_dz[2][kMaxSlots][kActions];
+  constexpr unsigned kMaxSlots = R * kWarps;                  // teams * R, at most 8 teams of 32
+  __shared__ float team_logits[kMaxSlots][kWarps][kActions];  // [slot][warp of the team][j]
+  __shared__ float slot_dz[kMaxSlots][kActions];
   __shared__ float slot_part[kMaxSlots][kPartials];
-  GRPO_DYNAMIC_SHARED(float4, kept);  // [parity][h2: i * CG + c, then gk][thread]: launch_fused's
   const unsigned teams = kThreads / team, my_team = threadIdx.x / team, t = threadIdx.x % team;
   const unsigned lane = threadIdx.x % 32, warp_in_team = t / 32, slots = teams * R;
   const unsigned H = unsigned(a.H), groups = (H + 3) / 4;
@@ -96,33 +88,26 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (unsigned c = 0; c < CG; ++c) load4(a.a1 + row * H + 4 * (t + team * c), row < r1 ? n[c] : 0u, vec, x[i][c]);
     }
   };
+  load_round(r0);
   // Thread `slot` < slots applies the objective to its slot's row of every round; its inputs for
-  // a round are loaded a round ahead.
+  // the round are loaded before step 1, so that they have arrived by step 2.
   const bool slot_thread = threadIdx.x < slots;
   float b_out[kActions] = {0.f, 0.f, 0.f};
   if (slot_thread)
 #pragma unroll
     for (int j = 0; j < kActions; ++j) b_out[j] = a.b_out[j];
-  struct SlotIn {
+  __syncthreads();  // bw
+  for (size_t base = r0; base < r1; base += slots) {
+    const size_t slot_row = base + threadIdx.x;
+    const bool slot_live = slot_thread && slot_row < r1;
     int32_t action = 0;
     float adv = 0.f, old_logp = 0.f;
-  };
-  const auto slot_in = [&](size_t base) {
-    SlotIn in;
-    const size_t row = base + threadIdx.x;
-    if (slot_thread && row < r1) {
-      in.action = a.actions[row];
-      in.adv = a.adv[row];
-      if (a.objective.old_logp) in.old_logp = a.objective.old_logp[row];
+    if (slot_live) {
+      action = a.actions[slot_row];
+      adv = a.adv[slot_row];
+      if (a.objective.old_logp) old_logp = a.objective.old_logp[slot_row];
     }
-    return in;
-  };
-
-  // Step 1 of the round at `base`, from x: h2 and gk into kept[par], the logits' shares into
-  // team_logits[par].
-  const auto step1 = [&](size_t base, unsigned par) {
-    float4* mine = kept + size_t(par) * 2 * kKept * kThreads + threadIdx.x;
-    float s[R][kActions];
+    float h[R][CG][4], gk[R][CG][4], s[R][kActions];
 #pragma unroll
     for (unsigned i = 0; i < R; ++i) {
       const size_t row = base + i * teams + my_team;
@@ -131,7 +116,7 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
       for (unsigned c = 0; c < CG; ++c) {
         const unsigned live = row < r1 ? n[c] : 0u;
-        float b[4], w[kActions][4], h[4], gk[4];
+        float b[4], w[kActions][4];
         unpack(bw[0][t + team * c], b);
 #pragma unroll
         for (int j = 0; j < kActions; ++j) unpack(bw[1 + j][t + team * c], w[j]);
@@ -142,69 +127,63 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (unsigned q = 0; q < 4; ++q) {
           float grad;
           const float g = gelu_and_grad(x[i][c][q] + b[q], grad);
-          const bool is_kept = (keep >> q & 1u) && q < live;
-          h[q] = is_kept ? g * scale : 0.f;
-          gk[q] = is_kept ? grad * scale : 0.f;
+          const bool kept = (keep >> q & 1u) && q < live;
+          h[i][c][q] = kept ? g * scale : 0.f;
+          gk[i][c][q] = kept ? grad * scale : 0.f;
 #pragma unroll
-          for (int j = 0; j < kActions; ++j) s[i][j] += h[q] * w[j][q];
+          for (int j = 0; j < kActions; ++j) s[i][j] += h[i][c][q] * w[j][q];
         }
-        mine[(i * CG + c) * kThreads] = make_float4(h[0], h[1], h[2], h[3]);
-        mine[(kKept + i * CG + c) * kThreads] = make_float4(gk[0], gk[1], gk[2], gk[3]);
       }
     }
+    if (base + slots < r1) load_round(base + slots);
+
 #pragma unroll
     for (unsigned i = 0; i < R; ++i)
 #pragma unroll
       for (int j = 0; j < kActions; ++j) {
         const float v = warp_sum(s[i][j]);
-        if (lane == 0) team_logits[par][i * teams + my_team][warp_in_team][j] = v;
+        if (lane == 0) team_logits[i * teams + my_team][warp_in_team][j] = v;
       }
-  };
-  // Step 2, by the slot threads: the objective of their rows of the round at `base`.
-  const auto objective = [&](size_t base, unsigned par, const SlotIn& in) {
-    const unsigned slot = threadIdx.x;
-    const size_t slot_row = base + slot;
-    if (!slot_thread || slot_row >= r1) return;
-    float z[kActions], dz[kActions], entropy;
+    __syncthreads();
+    if (slot_live) {
+      const unsigned slot = threadIdx.x;
+      float z[kActions], dz[kActions], entropy;
 #pragma unroll
-    for (int j = 0; j < kActions; ++j) {
-      float v = 0.f;
-      for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[par][slot][wt][j];
-      z[j] = v + b_out[j];
-    }
-    part[0] += objective_loss(a.objective, z, in.action, in.adv, in.old_logp, inv_m, dz, &entropy);
+      for (int j = 0; j < kActions; ++j) {
+        float v = 0.f;
+        for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[slot][wt][j];
+        z[j] = v + b_out[j];
+      }
+      part[0] += objective_loss(a.objective, z, action, adv, old_logp, inv_m, dz, &entropy);
 #pragma unroll
-    for (int j = 0; j < kActions; ++j) {
-      a.logits[kActions * slot_row + j] = z[j];
-      a.dlogits[kActions * slot_row + j] = dz[j];
-      part[1 + j] += dz[j];
-      slot_dz[par][slot][j] = dz[j];
+      for (int j = 0; j < kActions; ++j) {
+        a.logits[kActions * slot_row + j] = z[j];
+        a.dlogits[kActions * slot_row + j] = dz[j];
+        part[1 + j] += dz[j];
+        slot_dz[slot][j] = dz[j];
+      }
     }
-  };
-  // Step 3 of the round at `base`.
-  const auto step3 = [&](size_t base, unsigned par) {
-    const float4* mine = kept + size_t(par) * 2 * kKept * kThreads + threadIdx.x;
+    __syncthreads();
+
 #pragma unroll
     for (unsigned i = 0; i < R; ++i) {
       const unsigned slot = i * teams + my_team;
       const size_t row = base + slot;
       if (row >= r1) break;
-      const float dz0 = slot_dz[par][slot][0], dz1 = slot_dz[par][slot][1], dz2 = slot_dz[par][slot][2];
+      const float dz0 = slot_dz[slot][0], dz1 = slot_dz[slot][1], dz2 = slot_dz[slot][2];
 #pragma unroll
       for (unsigned c = 0; c < CG; ++c) {
         if (n[c] == 0) continue;
-        float w[kActions][4], h[4], gk[4], d[4];
+        float w[kActions][4], d[4];
 #pragma unroll
         for (int j = 0; j < kActions; ++j) unpack(bw[1 + j][t + team * c], w[j]);
-        unpack(mine[(i * CG + c) * kThreads], h);
-        unpack(mine[(kKept + i * CG + c) * kThreads], gk);
 #pragma unroll
         for (unsigned q = 0; q < 4; ++q) {
-          d[q] = (dz0 * w[0][q] + dz1 * w[1][q] + dz2 * w[2][q]) * gk[q];
+          d[q] = (dz0 * w[0][q] + dz1 * w[1][q] + dz2 * w[2][q]) * gk[i][c][q];
           acc[c][0][q] += d[q];
-          acc[c][1][q] += dz0 * h[q];
-          acc[c][2][q] += dz1 * h[q];
-          acc[c][3][q] += dz2 * h[q];
+          acc[c][1][q] += dz0 * h[i][c][q];
+          acc[c][2][q] += dz1 * h[i][c][q];
+          acc[c][3][q] += dz2 * h[i][c][q];
         }
         const size_t off = row * H + 4 * (t + team * c);
         if (a.da1_bf16)
@@ -213,24 +192,6 @@ __global__ void __launch_bounds__(kThreads, 2)
           store4(a.da1 + off, n[c], vec, d);
       }
     }
-  };
-
-  load_round(r0);
-  SlotIn in;        // the slot thread's inputs for the round before `cur`
-  __syncthreads();  // bw
-  // Round `cur`'s step 1 beside the objective of the round before it (at cur - slots, of the
-  // other parity), then the barrier, then that round's step 3; one pass past the last round.
-  unsigned par = 0;  // cur's
-  for (size_t cur = r0; cur < r1 + slots; cur += slots, par ^= 1u) {
-    const bool after_first = cur > r0;
-    if (after_first) objective(cur - slots, par ^ 1u, in);
-    if (cur < r1) {
-      in = slot_in(cur);
-      step1(cur, par);
-      if (cur + slots < r1) load_round(cur + slots);
-    }
-    __syncthreads();  // the round before's dlogits, this round's logits
-    if (after_first) step3(cur - slots, par ^ 1u);
   }
 
   // The chunk's sums: the slots' row sums in slot order; each column's in team order.
@@ -270,26 +231,6 @@ __global__ void __launch_bounds__(kThreads, 2)
     for (unsigned sl = 0; sl < slots; ++sl) v += slot_part[sl][threadIdx.x];
     row_partials[size_t(blockIdx.x) * kPartials + threadIdx.x] = v;
   }
-}
-
-// The fused kernel's dynamic shared memory: each thread's h2 and gk of two rounds. With the static
-// part it passes the 48 KB a block gets without asking (two blocks still fit an SM), so the
-// kernel asks for it, once per device (the size is the instantiation's; not a stream operation:
-// allowed while a stream captures).
-template <unsigned CG, unsigned R>
-void launch_fused(const HeadLossArgs& a, bool vec, unsigned team, unsigned chunks, unsigned rows, float* col_partials,
-                  float* row_partials, cudaStream_t stream) {
-  constexpr size_t kKeptBytes = 2 * 2 * size_t(R) * CG * kThreads * sizeof(float4);
-  const auto kernel = head_loss_fused_kernel<CG, R>;
-  static std::set<int> asked;  // the devices where this instantiation has its limit
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  if (!asked.count(dev)) {
-    CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    int(kKeptBytes)));
-    asked.insert(dev);
-  }
-  launch(kernel, chunks, kThreads, kKeptBytes, stream, a, vec, team, rows, col_partials, row_partials);
 }
 
 // The call's sums, in one launch. Blocks (x, y < 4): column sum y (g_b1, then g_w_out's three
@@ -339,9 +280,11 @@ void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   const head_loss::OnePass shape = head_loss::one_pass(a.H);
   const unsigned rows = colsum::rows_per_chunk(size_t(a.M));
   if (shape.groups_per_thread == 1)
-    launch_fused<1, 2>(a, vec, shape.team, chunks, rows, col_partials, row_partials, stream);
+    launch(head_loss_fused_kernel<1, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+           row_partials);
   else if (shape.groups_per_thread == 2)
-    launch_fused<2, 1>(a, vec, shape.team, chunks, rows, col_partials, row_partials, stream);
+    launch(head_loss_fused_kernel<2, 1>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+           row_partials);
   else
     row_blocks = head_loss_wide_cuda(a, vec, col_partials, row_partials, stream);
   launch(head_loss_finish_kernel, dim3(ceil_div(size_t(a.H), kThreads), kPartials + 1), kThreads, 0, stream,

@@ -32,45 +32,32 @@ struct RowIn {
   float x[kMaxD], mu, rs;
 };
 
-__device__ __forceinline__ void unpack4(const float4& f, float (&v)[4]) {
-  v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
-}
-
 // A block per row chunk of colsum's partition (activations_colsum.h). Its 512 threads form teams
 // of `team` threads, each team a row at a time; thread t of a team owns the four columns
 // 4t .. 4t + 3 of every row it sees, so its 2 + D column sums (dgamma, dbeta, dW_in's D columns)
 // stay in its registers for the whole chunk. W_in at those columns waits in shared memory. A round:
 //   1. h0 = X W_in^T at the thread's columns, as the rollout's fused step computes it (an fmaf
 //      chain over d ascending from 0, so the same bits), then gelu, gelu', xhat = (gelu(h0) -
-//      mean) rstd and the thread's shares of the row sums of dxhat = dh1 gamma and dxhat xhat,
-//      which meet in shared memory (a shuffle tree a warp);
-//   2. one thread a team (threads 0 .. teams - 1 of the block) adds its warps' shares in order:
-//      the row's two means;
+//      mean) rstd and the thread's shares of the row sums of dxhat = dh1 gamma and dxhat xhat;
+//   2. the row sums meet in shared memory (a shuffle tree a warp, then the team's warps in order,
+//      by one thread a team), and every thread of the team reads the row's two means;
 //   3. dh0 = dh1 + gelu'(h0) rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) joins the column
 //      sums with dh1 xhat, dh1 and dh0 X[row, d].
-// The rounds overlap: between two barriers those threads take step 2 of round k while every
-// thread runs step 1 of round k + 1, then, after the barrier, step 3 of round k, so a round costs
-// one barrier, not two. What step 3 needs of step 1 waits in shared memory: each thread's dh1,
-// gelu' and xhat by the round's parity (`kept`), the row's observation and rstd a team, three
-// rounds deep (step 3 of round k runs between the same two barriers as step 1 of round k + 2).
 // dh1 is the only [M, N] array read, once; h0 is never read and dh0 never written. Its loads run
 // two rounds ahead, the observation's and the statistics' one round ahead.
 template <bool kExactD, bool kH0Out>
 __global__ void __launch_bounds__(kThreads, 1)
     layernorm_input_onepass_kernel(Args a, unsigned team, unsigned rows_per_chunk, float* __restrict__ partial) {
-  __shared__ float warp_sums[2][kWarps][2];       // [parity][warp of the block][sum]: a team's warps are contiguous
-  __shared__ float row_means[2][kWarps][2];       // [parity][team][mean of dxhat, of dxhat xhat]; at most 16 teams
-  __shared__ float row_in[3][kWarps][kMaxD + 1];  // [round % 3][team]: the observation, then rstd
-  __shared__ float4 team_cols[kThreads];          // the chunk's end: one column sum, the teams' in order
-  __shared__ float4 gammas[kThreads];             // gamma at each thread's columns (registers are short)
-  GRPO_DYNAMIC_SHARED(float4, w_in);              // [d * team + t]: W_in[4t .. 4t + 3, d]; then kept
+  __shared__ float warp_sums[kWarps][2];  // [warp of the block][sum]: a team's warps are contiguous
+  __shared__ float row_means[kWarps][2];  // [team][mean of dxhat, of dxhat xhat]; at most 16 teams
+  __shared__ float4 team_cols[kThreads];  // the chunk's end: one column sum, the teams' in order
+  GRPO_DYNAMIC_SHARED(float4, w_in);      // [d * team + t]: W_in[4t .. 4t + 3, d]
   const unsigned teams = kThreads / team, my_team = threadIdx.x / team, t = threadIdx.x % team;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps_per_team = team / 32;
   const unsigned N = unsigned(a.N), D = kExactD ? unsigned(kMaxD) : unsigned(a.D);
   const unsigned n = 4 * t < N ? std::min(4u, N - 4 * t) : 0u;  // the thread's valid columns
   const size_t r0 = size_t(blockIdx.x) * rows_per_chunk;
   const size_t r1 = std::min(size_t(a.M), r0 + rows_per_chunk);
-  float4* const kept = w_in + size_t(D) * team;  // [parity][dh1, gelu', xhat][thread]
 
   for (unsigned i = threadIdx.x; i < D * team; i += kThreads) {
     const unsigned d = i / team, g = i % team;
@@ -79,11 +66,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (unsigned k = 0; k < 4; ++k) w[k] = 4 * g + k < N ? a.W_in[size_t(4 * g + k) * D + d] : 0.f;
     w_in[i] = make_float4(w[0], w[1], w[2], w[3]);
   }
-  {
-    float ga[4];
-    load4(a.gamma + 4 * t, n, a.vec, ga);
-    gammas[threadIdx.x] = make_float4(ga[0], ga[1], ga[2], ga[3]);
-  }
+  float ga[4];
+  load4(a.gamma + 4 * t, n, a.vec, ga);
   float acc[kSums][4];
 #pragma unroll
   for (int q = 0; q < kSums; ++q)
@@ -104,9 +88,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   load_dy(r0 + my_team, dy);
   load_dy(r0 + teams + my_team, dy_next);
   load_in(r0 + my_team, in);
+  __syncthreads();  // w_in
 
-  // Step 1 of round `round` (its rows at base..), from dy and in; then both move a round on.
-  const auto step1 = [&](size_t base, unsigned round) {
+  for (size_t base = r0; base < r1; base += teams) {
     const size_t row = base + my_team;
     float h[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -115,8 +99,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       fc_in_add4(in.x[d], w_in[d * team + t], h);
     }
     if (kH0Out && row < r1 && n > 0) store4(a.h0_out + row * N + 4 * t, n, false, h);
-    float dg[4], xhat[4], ga[4], s1 = 0.f, s2 = 0.f;  // dy = 0 past the row's end and past the chunk
-    unpack4(gammas[threadIdx.x], ga);
+    float dg[4], xhat[4], s1 = 0.f, s2 = 0.f;  // dy = 0 past the row's end and past the chunk
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
       xhat[k] = (gelu_and_grad(h[k], dg[k]) - in.mu) * in.rs;
@@ -124,71 +107,36 @@ __global__ void __launch_bounds__(kThreads, 1)
       s1 += dxhat;
       s2 += dxhat * xhat[k];
     }
-    float4* mine = kept + size_t(round % 2) * 3 * kThreads + threadIdx.x;
-    mine[0] = make_float4(dy[0], dy[1], dy[2], dy[3]);
-    mine[kThreads] = make_float4(dg[0], dg[1], dg[2], dg[3]);
-    mine[2 * kThreads] = make_float4(xhat[0], xhat[1], xhat[2], xhat[3]);
-    if (t == 0) {
-      float* r = row_in[round % 3][my_team];
+    const RowIn cur = in;
+    float dy_cur[4];
 #pragma unroll
-      for (unsigned d = 0; d < unsigned(kMaxD); ++d) r[d] = in.x[d];
-      r[kMaxD] = in.rs;
-    }
-#pragma unroll
-    for (unsigned k = 0; k < 4; ++k) dy[k] = dy_next[k];
+    for (unsigned k = 0; k < 4; ++k) dy_cur[k] = dy[k], dy[k] = dy_next[k];
     load_dy(row + 2 * teams, dy_next);
     load_in(row + teams, in);
+
     s1 = warp_sum(s1);
     s2 = warp_sum(s2);
-    if (lane == 0) warp_sums[round % 2][warp][0] = s1, warp_sums[round % 2][warp][1] = s2;
-  };
-  // Step 2 of round `round`, by threads 0 .. teams - 1 (one a team).
-  const auto means = [&](unsigned round) {
-    if (threadIdx.x >= teams) return;
-    const unsigned w0 = threadIdx.x * warps_per_team, par = round % 2;
-    float m1 = warp_sums[par][w0][0], m2 = warp_sums[par][w0][1];
-    for (unsigned w = 1; w < warps_per_team; ++w) m1 += warp_sums[par][w0 + w][0], m2 += warp_sums[par][w0 + w][1];
-    row_means[par][threadIdx.x][0] = m1 / float(N);
-    row_means[par][threadIdx.x][1] = m2 / float(N);
-  };
-  // Step 3 of round `round` (its rows at base..).
-  const auto step3 = [&](size_t base, unsigned round) {
-    if (base + my_team >= r1) return;  // uniform over the team
-    const unsigned par = round % 2;
-    const float m1 = row_means[par][my_team][0], m2 = row_means[par][my_team][1];
-    const float4* mine = kept + size_t(par) * 3 * kThreads + threadIdx.x;
-    float dyc[4], dg[4], xhat[4], ga[4];
-    unpack4(gammas[threadIdx.x], ga);
-    unpack4(mine[0], dyc);
-    unpack4(mine[kThreads], dg);
-    unpack4(mine[2 * kThreads], xhat);
-    const float* r = row_in[round % 3][my_team];
-    const float rs = r[kMaxD];
-    float d0[4];
+    if (lane == 0) warp_sums[warp][0] = s1, warp_sums[warp][1] = s2;
+    __syncthreads();
+    if (threadIdx.x < teams) {
+      const unsigned w0 = threadIdx.x * warps_per_team;
+      float m1 = warp_sums[w0][0], m2 = warp_sums[w0][1];
+      for (unsigned w = 1; w < warps_per_team; ++w) m1 += warp_sums[w0 + w][0], m2 += warp_sums[w0 + w][1];
+      row_means[threadIdx.x][0] = m1 / float(N);
+      row_means[threadIdx.x][1] = m2 / float(N);
+    }
+    __syncthreads();
+    if (row >= r1) continue;  // uniform over the team; the barriers above are the block's
+    const float m1 = row_means[my_team][0], m2 = row_means[my_team][1];
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) {
-      d0[k] = dyc[k] + dg[k] * (rs * (dyc[k] * ga[k] - m1 - xhat[k] * m2));
-      acc[0][k] += dyc[k] * xhat[k];
-      acc[1][k] += dyc[k];
-    }
+      const float d0 = dy_cur[k] + dg[k] * (cur.rs * (dy_cur[k] * ga[k] - m1 - xhat[k] * m2));
+      acc[0][k] += dy_cur[k] * xhat[k];
+      acc[1][k] += dy_cur[k];
 #pragma unroll
-    for (unsigned d = 0; d < unsigned(kMaxD); ++d) {
-      if (!kExactD && d >= D) break;
-      const float x = r[d];  // one broadcast load an input, for the thread's four columns
-#pragma unroll
-      for (unsigned k = 0; k < 4; ++k) acc[2 + d][k] += d0[k] * x;
+      for (unsigned d = 0; d < unsigned(kMaxD); ++d)
+        if (kExactD || d < D) acc[2 + d][k] += d0 * cur.x[d];
     }
-  };
-
-  __syncthreads();  // w_in
-  // Round `round`'s step 1 beside step 2 of the round before, then the barrier, then that round's
-  // step 3; one pass past the last round.
-  unsigned round = 0;
-  for (size_t base = r0; base < r1 + teams; base += teams, ++round) {
-    if (round > 0) means(round - 1);
-    if (base < r1) step1(base, round);
-    __syncthreads();  // the round before's means, this round's shares
-    if (round > 0) step3(base - teams, round - 1);
   }
 
   // The chunk's column sums, each column's teams added in team order.
@@ -215,10 +163,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-constexpr size_t kKeptFloat4s = 2 * 3 * size_t(kThreads);  // kept: two rounds of dh1, gelu', xhat a thread
-constexpr size_t kSmemLimit = (size_t(kMaxD) * kThreads + kKeptFloat4s) * sizeof(float4);
+constexpr size_t kSmemLimit = size_t(kMaxD) * kThreads * sizeof(float4);
 
-size_t dynamic_bytes(int N, int D) { return (size_t(D) * team(N) + kKeptFloat4s) * sizeof(float4); }
+size_t dynamic_bytes(int N, int D) { return size_t(D) * team(N) * sizeof(float4); }
 
 const void* const kKernels[] = {reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<true, false>),
                                 reinterpret_cast<const void*>(&layernorm_input_onepass_kernel<true, true>),
