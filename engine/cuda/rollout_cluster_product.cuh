@@ -12,6 +12,7 @@
 //                  a GPU's differ in the last places (the tensor cores round their own way).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "core/mma.cuh"
 #include "engine/cuda/rollout_step_block.cuh"
@@ -54,9 +55,56 @@ __device__ __forceinline__ uint2 chunk4(Bf16*, const float (&v)[4]) {
                     uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
 }
 
+// R rows of a thread's column (rows r, r + sets, ..., x0 the first's, `step` elements between
+// them; w the column's row of W1): an fmaf chain a tile of kFewRowsSumTile k for each, added to
+// the row's sum. R is a compile-time count so that the R chains stay in registers and interleave:
+// each step of four k issues its R + 1 loads together, then 4 R fmaf, R independent at a time,
+// where a run-time count left each row's four dependent fmaf waiting for that row's load. (Loading
+// the next step's operands ahead as well spilled at R 8, even with 255 registers a thread.)
+template <unsigned R, class T, class Out>
+__device__ __forceinline__ void product_rows(const T* x0, size_t step, const T* w, unsigned r, unsigned sets,
+                                             unsigned j, unsigned H, const Out& out) {
+  float acc[R];
+#pragma unroll
+  for (unsigned i = 0; i < R; ++i) acc[i] = 0.f;
+  for (unsigned k0 = 0; k0 < H; k0 += kFewRowsSumTile) {
+    const unsigned k1 = min(H, k0 + kFewRowsSumTile);
+    float part[R];
+#pragma unroll
+    for (unsigned i = 0; i < R; ++i) part[i] = 0.f;
+    unsigned k = k0;
+    for (; k + 4 <= k1; k += 4) {
+      float wv[4], xv[R][4];
+      load4_smem(w + k, wv);
+#pragma unroll
+      for (unsigned i = 0; i < R; ++i) load4_smem(x0 + i * step + k, xv[i]);
+#pragma unroll
+      for (unsigned q = 0; q < 4; ++q)
+#pragma unroll
+        for (unsigned i = 0; i < R; ++i) part[i] = fmaf(xv[i][q], wv[q], part[i]);
+    }
+    for (; k < k1; ++k)
+#pragma unroll
+      for (unsigned i = 0; i < R; ++i) part[i] = fmaf(widen(x0[i * step + k]), widen(w[k]), part[i]);
+#pragma unroll
+    for (unsigned i = 0; i < R; ++i) acc[i] += part[i];
+  }
+#pragma unroll
+  for (unsigned i = 0; i < R; ++i) out(r + i * sets, j, acc[i] + 0.f);
+}
+
+// f(std::integral_constant<unsigned, n>{}) for n in 1 .. R.
+template <unsigned R, class F>
+__device__ __forceinline__ void with_row_count(unsigned n, const F& f) {
+  if constexpr (R > 1) {
+    if (n < R) return with_row_count<R - 1>(n, f);
+  }
+  f(std::integral_constant<unsigned, R>{});
+}
+
 // A thread owns a column j and every sets-th row from its set, up to kRowTile at a time, and
-// walks k four at a time, so one load of W1 serves up to kRowTile fmaf and one load of a row
-// (a warp broadcast) serves four; a chain a tile of kFewRowsSumTile k, added to the row's sum.
+// walks k four at a time (product_rows), so one load of W1 serves up to kRowTile fmaf and one
+// load of a row (a warp broadcast) serves four.
 template <class T, class Out>
 __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows, unsigned cols, unsigned width,
                                         unsigned H, const Out& out) {
@@ -67,36 +115,9 @@ __device__ __forceinline__ void product(const T* xs, const T* ws, unsigned rows,
     const T* w = ws + size_t(j) * stride;
     for (unsigned r0 = set; r0 < rows; r0 += sets * kRowTile) {
       const unsigned n = min(kRowTile, (rows - r0 + sets - 1) / sets);  // rows r0, r0 + sets, ...
-      float acc[kRowTile];
-#pragma unroll
-      for (unsigned i = 0; i < kRowTile; ++i) acc[i] = 0.f;
-      for (unsigned k0 = 0; k0 < H; k0 += kFewRowsSumTile) {
-        const unsigned k1 = min(H, k0 + kFewRowsSumTile);
-        float part[kRowTile];
-#pragma unroll
-        for (unsigned i = 0; i < kRowTile; ++i) part[i] = 0.f;
-        unsigned k = k0;
-        for (; k + 4 <= k1; k += 4) {
-          float wv[4];
-          load4_smem(w + k, wv);
-#pragma unroll
-          for (unsigned i = 0; i < kRowTile; ++i) {
-            if (i >= n) break;
-            float xv[4];
-            load4_smem(xs + size_t(r0 + i * sets) * stride + k, xv);
-#pragma unroll
-            for (unsigned q = 0; q < 4; ++q) part[i] = fmaf(xv[q], wv[q], part[i]);
-          }
-        }
-        for (; k < k1; ++k)
-          for (unsigned i = 0; i < n; ++i)
-            part[i] = fmaf(widen(xs[size_t(r0 + i * sets) * stride + k]), widen(w[k]), part[i]);
-#pragma unroll
-        for (unsigned i = 0; i < kRowTile; ++i) acc[i] += part[i];
-      }
-#pragma unroll
-      for (unsigned i = 0; i < kRowTile; ++i)
-        if (i < n) out(r0 + i * sets, j, acc[i] + 0.f);
+      with_row_count<kRowTile>(n, [&](auto count) {
+        product_rows<decltype(count)::value>(xs + size_t(r0) * stride, size_t(sets) * stride, w, r0, sets, j, H, out);
+      });
     }
   }
 }

@@ -180,6 +180,15 @@ TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {
   expect_cluster_matches_steps(shape(256, 8, 2), {1});  // 24 games
 }
 
+// The fmaf product takes a thread's rows R at a time, R a compile-time count: at the small
+// preset's width (64 columns a block, two sets of threads a column) 18 games in one cluster give
+// R 8 then 1, in two clusters 5 and 4 (the small preset's 9 and 8 games a cluster). One step runs
+// the product once.
+TEST(RolloutClusterCuda, FmaProductAtEachRowCount) {
+  GRPO_REQUIRE_DEVICE();
+  expect_cluster_matches_steps(shape(512, 6, 1), {1, 2});
+}
+
 // Past 512 columns a thread of the step has a second group, whose h0 the cluster kernel (one
 // group kept) computes again.
 TEST(RolloutClusterCuda, EqualsTheStepsPastOneGroupAThread) {
