@@ -17,23 +17,46 @@ namespace grpo {
 constexpr float kGeluC = 0.7978845608028654f;  // sqrt(2 / pi)
 constexpr float kGeluA = 0.044715f;
 
-// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-GRPO_HD float gelu(float x) {
-  const float t = tanhf(kGeluC * (x + kGeluA * x * x * x));
-  return 0.5f * x * (1.f + t);
+// The spec's 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), evaluated as x s with
+// s = 0.5 (1 + tanh u) = 1 / (1 + e), e = exp(-2u): the logistic function of 2u. Then
+//   gelu' = 0.5 (1 + t) + 0.5 x (1 - t^2) u' = s + 2 x s (1 - s) u',  1 - s = e s,
+// u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2). On a GPU one exponential and one reciprocal (an
+// MUFU.EX2 and an MUFU.RCP: __expf, __fdividef) replace tanhf's (the same two and a polynomial
+// for small u, ~16 instructions) and its 0.5 (1 + t), which loses relative precision where
+// t nears -1 (1 + t by cancellation); s does not. These are the hot elementwise maths of the
+// loss pass and the rollout step, both bound by issue. The host (the tests, and the emulator,
+// which runs the kernels on the CPU) takes expf and a division: the same formula, rounded
+// within a few ulps of the GPU's. e is clamped at e^80 so that 1 + e and e s stay finite where
+// x is very negative (s ~ 1.8e-35 there, gelu within |x| 1.8e-35 of 0).
+struct GeluSigmoid {
+  float e, s;  // exp(-2u), 1 / (1 + e)
+};
+
+GRPO_HD GeluSigmoid gelu_sigmoid(float x) {
+  const float m2u = fminf(-2.f * kGeluC * x * fmaf(kGeluA, x * x, 1.f), 80.f);
+#if defined(__CUDA_ARCH__)
+  const float e = __expf(m2u);
+  return {e, __fdividef(1.f, 1.f + e)};
+#else
+  const float e = expf(m2u);
+  return {e, 1.f / (1.f + e)};
+#endif
 }
 
-// d gelu / dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2)
-GRPO_HD float gelu_grad(float x) {
-  const float t = tanhf(kGeluC * (x + kGeluA * x * x * x));
-  return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kGeluC * (1.f + 3.f * kGeluA * x * x);
-}
+GRPO_HD float gelu(float x) { return x * gelu_sigmoid(x).s; }
 
-// gelu(x), and its derivative in `grad`, from one tanh.
+// gelu(x), and its derivative in `grad`, from one exponential: gelu's bits exactly.
 GRPO_HD float gelu_and_grad(float x, float& grad) {
-  const float t = tanhf(kGeluC * (x + kGeluA * x * x * x));
-  grad = 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kGeluC * (1.f + 3.f * kGeluA * x * x);
-  return 0.5f * x * (1.f + t);
+  const GeluSigmoid g = gelu_sigmoid(x);
+  const float du = 2.f * kGeluC * fmaf(3.f * kGeluA, x * x, 1.f);  // 2 u'
+  grad = fmaf(du * x, (g.e * g.s) * g.s, g.s);
+  return x * g.s;
+}
+
+GRPO_HD float gelu_grad(float x) {
+  float grad;
+  (void)gelu_and_grad(x, grad);
+  return grad;
 }
 
 // Scratch floats bias_gelu_dropout_backward needs (the same for host and cuda; host ignores it).
