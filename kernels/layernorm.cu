@@ -69,8 +69,8 @@ __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, 
     float v[4];
     load4(x + 4 * g, n, vec, v);
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k)
-      if (k < n) welford_add(w, gelu(v[k]));
+    for (unsigned k = 0; k < 4; ++k) v[k] = gelu(v[k]);
+    w = welford_append(w, welford_group4(v, n));
   }
   GRPO_DYNAMIC_SHARED(float, welford_smem);  // [3][kRowThreads / 32] in block mode
   w = row_welford<kRowThreads>(w, welford_smem);

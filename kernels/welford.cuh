@@ -1,8 +1,8 @@
 // Welford's running (count, mean, M2) over a row and its merge across the threads of the row, for
 // the LayerNorm kernels (kernels/layernorm.cu) and the fused rollout step (engine/cuda/): one
 // merge order, so that every kernel using it gets the same kind of summary. After apex's
-// layer_norm_cuda_kernel.cu: per-thread Welford, Chan merge across lanes (shuffles) and warps
-// (shared memory).
+// layer_norm_cuda_kernel.cu, Chan merge across lanes (shuffles) and warps (shared memory); within
+// a thread, one summary for each group of four values (welford_group4), not an update a value.
 #pragma once
 #include "core/host_device.h"
 
@@ -14,13 +14,6 @@ struct Welford {
   float n, mean, m2;
 };
 
-__device__ __forceinline__ void welford_add(Welford& w, float x) {
-  w.n += 1.f;
-  const float d = x - w.mean;
-  w.mean += d / w.n;
-  w.m2 += d * (x - w.mean);
-}
-
 // Chan et al.: merge two partial (count, mean, M2) summaries. Equal counts, every merge of the
 // shuffle tree where a row fills its threads evenly, weigh b by exactly 0.5 (b.n / (2 b.n) in
 // IEEE arithmetic): the branch skips the division's ~10 instructions on the reduction's chain.
@@ -31,6 +24,30 @@ __device__ __forceinline__ Welford welford_merge(Welford a, Welford b) {
   if (a.n != b.n) wb = b.n / n;
   const float d = b.mean - a.mean;
   return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+}
+
+// The summary of one group of four values, the first n of them (1 <= n <= 4; the others are
+// ignored): their sum over n, then the squares about that mean, each in a pairwise order.
+// Welford's update a value would spend a division on each, ~10 instructions on a chain through
+// all of a thread's values; a group here takes ~12 instructions and one division (none for a
+// whole group where the compiler sees n = 4: / 4 is a multiplication). A thread's groups then
+// meet by welford_append in order, the same sequence whichever of them a kernel keeps in
+// registers.
+__device__ __forceinline__ Welford welford_group4(const float (&x)[4], unsigned n) {
+  float v[4];
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k) v[k] = k < n ? x[k] : 0.f;
+  const float mean = ((v[0] + v[1]) + (v[2] + v[3])) / float(n);
+  float d[4];
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k) d[k] = k < n ? v[k] - mean : 0.f;
+  return {float(n), mean, fmaf(d[0], d[0], d[1] * d[1]) + fmaf(d[2], d[2], d[3] * d[3])};
+}
+
+// w, then the values g summarises after them: g itself for an empty w (the merge's division by
+// a count of 1 spared).
+__device__ __forceinline__ Welford welford_append(const Welford& w, const Welford& g) {
+  return w.n == 0.f ? g : welford_merge(w, g);
 }
 
 // The row's merged summary, identical in every thread of the row. A shfl_down tree into lane 0

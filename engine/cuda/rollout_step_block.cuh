@@ -312,10 +312,8 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   const auto welford_group = [&](unsigned c, const float(&v)[4], float(&gv)[4]) {
     const unsigned n = cols.width(c);
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-      gv[k] = gelu(v[k]);
-      if (k < n) welford_add(w, gv[k]);
-    }
+    for (unsigned k = 0; k < 4; ++k) gv[k] = gelu(v[k]);
+    w = welford_append(w, welford_group4(gv, n));
     if (h0) store4(h0 + 4 * c, n, kVec, v);
   };
   float h0v[G][4], gv[G][4];
