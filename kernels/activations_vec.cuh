@@ -38,8 +38,7 @@ __device__ __forceinline__ void store4(float* p, unsigned n, bool vec, const flo
 // p[0 .. n-1] = v rounded to bf16: one 8-byte store when vec and n == 4 (vec8: p 8-byte aligned).
 __device__ __forceinline__ void store4_bf16(Bf16* p, unsigned n, bool vec8, const float (&v)[4]) {
   if (vec8 && n == 4) {
-    *vector_at<uint2>(p) = make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
-                                      uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+    *vector_at<uint2>(p) = make_uint2(to_bf16x2(v[0], v[1]), to_bf16x2(v[2], v[3]));
     return;
   }
 #pragma unroll

@@ -4,7 +4,8 @@
 // written with integer operations so that the kernels, the host twins and the emulator round
 // every value to the very same bits (a product of two bf16 values is exact in fp32, so only
 // the summation order separates a kernel from its twin). NaN stays NaN (quiet); a finite value
-// that rounds past the largest bf16 becomes an infinity, as IEEE rounding does.
+// that rounds past the largest bf16 becomes an infinity, as IEEE rounding does. (On a GPU the
+// vector stores take the hardware's conversion, to_bf16x2: the same bits but a NaN's payload.)
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -52,6 +53,21 @@ GRPO_HD Bf16 to_bf16(float x) {
 }
 
 GRPO_HD float to_float(Bf16 b) { return f32_from_bits(uint32_t(b.bits) << 16); }
+
+// lo and hi rounded to bf16 and packed as a bf16x2 word (lo in the low half), for the vector
+// stores of rows. On a GPU (sm_80+) one cvt.rn.bf16x2.f32, where to_bf16's integer sequence is
+// ~8 instructions a value: the same rounding (to nearest, ties to even, past the largest bf16 to
+// an infinity, subnormals kept), so the same bits for every value but a NaN, which comes out as a
+// NaN without to_bf16's payload. The host and the emulator take to_bf16.
+GRPO_HD uint32_t to_bf16x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));  // the first source goes high
+  return r;
+#else
+  return uint32_t(to_bf16(lo).bits) | uint32_t(to_bf16(hi).bits) << 16;
+#endif
+}
 
 // x rounded to the nearest bf16, kept as an fp32 (what a bf16 operand contributes to a sum).
 GRPO_HD float round_bf16(float x) { return to_float(to_bf16(x)); }

@@ -51,8 +51,7 @@ __device__ __forceinline__ void load4_smem(const Bf16* p, float (&v)[4]) {
 // (bf16) store: load4_smem's inverse.
 __device__ __forceinline__ float4 chunk4(float*, const float (&v)[4]) { return make_float4(v[0], v[1], v[2], v[3]); }
 __device__ __forceinline__ uint2 chunk4(Bf16*, const float (&v)[4]) {
-  return make_uint2(uint32_t(to_bf16(v[0]).bits) | uint32_t(to_bf16(v[1]).bits) << 16,
-                    uint32_t(to_bf16(v[2]).bits) | uint32_t(to_bf16(v[3]).bits) << 16);
+  return make_uint2(to_bf16x2(v[0], v[1]), to_bf16x2(v[2], v[3]));
 }
 
 // R rows of a thread's column (rows r, r + sets, ..., x0 the first's, `step` elements between

@@ -39,7 +39,13 @@ TEST(Bf16Cuda, CastMatchesHostBitForBit) {
       DeviceBuffer<Bf16> dy(std::vector<Bf16>(n + offset + 1, Bf16{0xdead}));
       to_bf16_cuda(dpx.get() + offset, dy.get() + offset, n, nullptr);
       const auto got = dy.download();
-      for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[offset + i].bits, want[i].bits) << n << " @" << i;
+      // A NaN's payload is to_bf16's on the scalar path and the emulator, the hardware's on a GPU's
+      // vector path (kernels/bf16.h, to_bf16x2): only that it stays a NaN is asked of it.
+      for (size_t i = 0; i < n; ++i)
+        if (std::isnan(x[i]))
+          ASSERT_TRUE(std::isnan(to_float(got[offset + i]))) << n << " @" << i;
+        else
+          ASSERT_EQ(got[offset + i].bits, want[i].bits) << n << " @" << i;
       EXPECT_EQ(got[offset + n].bits, 0xdead) << "wrote past the end, n " << n;
       if (offset) {
         EXPECT_EQ(got[0].bits, 0xdead) << "wrote before the start, n " << n;
