@@ -3,6 +3,7 @@
 // values are scaled by 1 / (1 - p). The mask is a pure function of those counters, so backward
 // recomputes it instead of storing it, and host twins and kernels draw the very same bits.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -37,14 +38,21 @@ inline void check_dropout(const DropoutSpec& s, const char* op) {
 // 1 / (1 - p) in float, the same division on host and device (IEEE, round to nearest).
 GRPO_HD float dropout_scale(float p) { return 1.f / (1.f - p); }
 
+// The keep test bits_to_uniform(b) >= p in integers: u = (b >> 8) 2^-24, so u >= p exactly when
+// (b >> 8) >= p 2^24 (exact: a power of two scales p), that is when b >= ceil(p 2^24) 2^8, which
+// fits 32 bits for p < 1. The same mask bit for bit, without a conversion to float and a
+// multiplication for each word (the conversion runs at a quarter of the FMA rate on a GPU).
+GRPO_HD uint32_t dropout_threshold(float p) { return uint32_t(ceilf(p * 0x1p24f)) << 8; }
+
 // Keep bits of columns 4*group .. 4*group+3 of `row` (bit k for column 4*group + k): one Philox
 // call serves four neighbouring columns, which is also what a float4 access touches.
 GRPO_HD unsigned dropout_keep4(float p, uint64_t seed, Purpose purpose, uint32_t epoch, uint32_t step, uint32_t row,
                                uint32_t group) {
   if (p == 0.f) return 0xFu;  // every u >= 0: skip the draw
   const Bits4 b = draw4(seed, purpose, epoch, step, row, group);
-  return unsigned(bits_to_uniform(b.x) >= p) | unsigned(bits_to_uniform(b.y) >= p) << 1 |
-         unsigned(bits_to_uniform(b.z) >= p) << 2 | unsigned(bits_to_uniform(b.w) >= p) << 3;
+  const uint32_t at_least = dropout_threshold(p);
+  return unsigned(b.x >= at_least) | unsigned(b.y >= at_least) << 1 | unsigned(b.z >= at_least) << 2 |
+         unsigned(b.w >= at_least) << 3;
 }
 
 // Whether element (row, col) is kept. `epoch` is the value, already read through spec.epoch.

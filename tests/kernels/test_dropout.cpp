@@ -2,6 +2,7 @@
 // purposes, epochs, steps, seeds, rows and neighbouring columns, and exact scaling.
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "kernels/dropout.h"
@@ -33,6 +34,23 @@ TEST(Dropout, KeepFollowsTheDocumentedDraw) {
     const Bits4 b = draw4(77, Purpose::DropoutLoss, 3, 9, 12, col / 4);
     const uint32_t words[4] = {b.x, b.y, b.z, b.w};
     EXPECT_EQ(dropout_keep(0.3f, 77, Purpose::DropoutLoss, 3, 9, 12, col), bits_to_uniform(words[col % 4]) >= 0.3f);
+  }
+}
+
+// dropout_threshold's integer test against the documented float one, at probabilities whose
+// p 2^24 is and is not a whole number (and the extremes of [0, 1)), for words at and around the
+// threshold and random ones: a threshold one word too high or too low fails it.
+TEST(Dropout, IntegerThresholdIsTheUniformTest) {
+  std::mt19937 gen(20261127);
+  std::uniform_real_distribution<float> any_p(0.f, 1.f);
+  std::vector<float> ps = {0.f, 1e-30f, 0x1p-24f, 0x1.8p-24f, 0.1f, 0.3f, 0.5f, 0.9f, 1.f - 0x1p-24f};
+  for (int i = 0; i < 200; ++i) ps.push_back(any_p(gen));
+  for (float p : ps) {
+    const uint32_t t = dropout_threshold(p);
+    std::vector<uint32_t> words = {0u, 255u, 256u, 0xFFFFFFFFu, 0xFFFFFF00u};
+    for (uint32_t d : {0u, 1u, 255u, 256u, 257u}) words.push_back(t - d), words.push_back(t + d);
+    for (int i = 0; i < 64; ++i) words.push_back(uint32_t(gen()));
+    for (uint32_t w : words) EXPECT_EQ(w >= t, bits_to_uniform(w) >= p) << "p " << p << " word " << w;
   }
 }
 
