@@ -12,9 +12,14 @@
 
 namespace grpo::colsum {
 
-constexpr unsigned kTileCols = 128;   // 32 lanes x 4 columns (one float4 each)
-constexpr unsigned kWarps = 8;        // rows in flight per block (256 threads)
-constexpr unsigned kMaxChunks = 256;  // caps scratch at 256 * N floats per accumulated quantity
+constexpr unsigned kTileCols = 128;  // 32 lanes x 4 columns (one float4 each)
+constexpr unsigned kWarps = 8;       // rows in flight per block (256 threads)
+// Caps scratch at kMaxChunks * N floats per accumulated quantity. 264 = 2 x 132: the loss pass's
+// one-pass kernels (head_loss.cu, layernorm_input_onepass.cu) run a block a chunk, one or two an
+// SM, so on a 132-SM H100 or H200 the presets' chunks (262 of them at 27,200 and 54,400 rows)
+// fill two blocks an SM, or two waves of one, all but evenly; at 256 the blocks were 8 rows
+// longer, and 12 to 21 SMs idled for a block's time. Still a function of the shape alone.
+constexpr unsigned kMaxChunks = 264;
 
 // Rows per chunk: at least 32, a multiple of kWarps, at most kMaxChunks chunks.
 inline unsigned rows_per_chunk(size_t M) {

@@ -265,7 +265,7 @@ __global__ void head_loss_finish_kernel(const float* __restrict__ col_partials, 
 }  // namespace
 
 // Bytes per call, one pass: a1 read once (4MH), da1 written (4MH, 2MH in bf16), 24M of logits
-// and dlogits, and 16 * chunks * H bytes of column sums written and read again (chunks <= 256).
+// and dlogits, and 16 * chunks * H bytes of column sums written and read again (chunks <= colsum::kMaxChunks).
 void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   check_dropout(a.drop, "head_loss_cuda");
   if (a.M < 1 || a.H < 1)
