@@ -102,6 +102,18 @@ struct GamesOnChip {
     rows[(unsigned(g) - g0) / C] = st;
     if (last) global.store<S>(g, st);
   }
+  // Warp 0's lanes store st, a 32-bit word a lane (take_played_ahead); the last step's store, to
+  // global memory too, stays lane 0's.
+  __device__ void store_by_lanes(int g, const GameState& st, unsigned lane) const {
+    if (last) {
+      if (lane == 0) store<AnySlots>(g, st);
+      return;
+    }
+    constexpr unsigned kWords = sizeof(GameState) / sizeof(uint32_t);
+    static_assert(kWords <= 32 && sizeof(GameState) % sizeof(uint32_t) == 0, "a 32-bit word a lane");
+    if (lane < kWords)
+      reinterpret_cast<uint32_t*>(rows + (unsigned(g) - g0) / C)[lane] = reinterpret_cast<const uint32_t*>(&st)[lane];
+  }
 };
 
 // What the cluster kernel changes about rollout_step_block's step of game row `row` (StepHooks):

@@ -66,14 +66,16 @@ struct StepScratch : StepShared {
 //                    does not store h1 in global memory: the caller does it itself.
 //   games(s)         where the game's state is: s.games, or anything with GamesView's
 //                    load<S>(g) and store<S>(g, state) (env/games.h).
-//   while_playing()  warps 1.. while thread 0 plays the game (warp 0's other lanes wait for it:
-//                    a divergent warp runs its paths in turn).
+//   while_playing()  warps 1.. while thread 0 plays the game, or warp 0 takes the outcome played
+//                    ahead (warp 0's other lanes wait for thread 0: a divergent warp runs its
+//                    paths in turn).
 //   kPrefetchTrunk   whether the trunk's parameters come from global memory, so that the block
 //                    prefetches them while thread 0 plays (prefetch_trunk); false where the caller
 //                    passes copies on chip, whose kernel then has no prefetch code at all.
 //   kGameAhead       whether lane 0 of warps 1..3 may play the game's step for each of the three
-//                    actions before ready() (play_ahead), so that thread 0, after the head, only
-//                    takes the sampled action's; ahead() says for which game: where the block
+//                    actions before ready() (play_ahead), so that after the head thread 0 only
+//                    samples the action and warp 0 takes its outcome (take_played_ahead, which
+//                    needs games(s) to have store_by_lanes); ahead() says for which game: where the block
 //                    would otherwise wait at ready() with nothing to do (the cluster kernel's
 //                    first game of a step), not where other blocks' work fills the SM (the
 //                    stepwise kernel at the reference: three games' issue for one).
@@ -203,13 +205,10 @@ __device__ inline void play_ahead(const GameConfig& cfg, const Ops::RolloutStep&
   });
 }
 
-// Thread 0, after the head's barrier: the logits, the action and the game's step (its
-// observation also into sh.obs, for the trunk: not read back from global memory). games: where
-// the game's state is (StepHooks::games).
-template <bool kGameAhead, class Games>
-__device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
-                                 const float (&b_out)[kActions], const GameDraws& drawn, bool ahead, uint32_t epoch,
-                                 uint32_t t, size_t shift, unsigned g, bool last, StepShared& sh) {
+// Thread 0, after the head's barrier: the logits and the sampled action, both also to global
+// memory.
+__device__ inline int32_t step_policy(const Ops::RolloutStep& s, const float (&b_out)[kActions], const GameDraws& drawn,
+                                      size_t shift, unsigned g, const StepShared& sh) {
   const size_t row = shift + g;
   float logits[kActions];
 #pragma unroll
@@ -219,20 +218,43 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
     logits[a] = sum + b_out[a];
     s.now.logits[row * kActions + a] = logits[a];
   }
-  const PolicyRow policy = policy_row(logits);
-  int32_t* actions = s.actions + shift;
-  const int32_t action = sample_from(policy, drawn.action_u);
-  actions[g] = action;
+  const int32_t action = sample_from(policy_row(logits), drawn.action_u);
+  s.actions[row] = action;
+  return action;
+}
+
+// Thread 0, after the head's barrier: the policy, then the game's step (its observation also
+// into sh.obs, for the trunk: not read back from global memory). games: where the game's state is
+// (StepHooks::games).
+template <class Games>
+__device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
+                                 const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
+                                 size_t shift, unsigned g, bool last, StepShared& sh) {
+  (void)step_policy(s, b_out, drawn, shift, g, sh);
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
-  if (kGameAhead && ahead) {  // the sampled action's step, played ahead
-    const GameAhead& o = sh.ahead[action];
-    games.template store<AnySlots>(int(g), o.state);
-    s.rewards[row] = o.reward;
-    if (obs_next)
-      for (int d = 0; d < s.D; ++d) obs_next[size_t(g) * s.D + d] = sh.obs[d] = o.obs[d];
-  } else {
-    const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
-    step_one_game(cfg, games, g, actions, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+  const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
+  step_one_game(cfg, games, g, s.actions + shift, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+}
+
+// Warp 0, after the head's barrier, where the game's step was played ahead for each action
+// (StepHooks::kGameAhead): thread 0 samples the action, then the warp's lanes take its outcome
+// at once, a word or an observation element a lane (games.store_by_lanes), where one thread's
+// copies of the state, the reward and the D observation elements were ~50 instructions on the
+// path every other warp waits for.
+template <class Games>
+__device__ inline void take_played_ahead(const Ops::RolloutStep& s, const Games& games, const float (&b_out)[kActions],
+                                         const GameDraws& drawn, size_t shift, unsigned g, bool last, StepShared& sh) {
+  const unsigned lane = threadIdx.x % 32;
+  int32_t action = 0;
+  if (lane == 0) action = step_policy(s, b_out, drawn, shift, g, sh);
+  action = __shfl_sync(0xFFFFFFFFu, action, 0);
+  const GameAhead& o = sh.ahead[action];
+  games.store_by_lanes(int(g), o.state, lane);
+  if (lane == 0) s.rewards[shift + g] = o.reward;
+  if (!last && lane < unsigned(s.D)) {
+    const float v = o.obs[lane];
+    sh.obs[lane] = v;
+    s.obs_next[(shift + g) * size_t(s.D) + lane] = v;
   }
 }
 
@@ -428,10 +450,22 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   __syncthreads();
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);
-  if (threadIdx.x == 0)
-    step_game<Hooks::kGameAhead>(cfg, s, hooks.games(s), b_out, drawn, ahead, epoch, t, shift, g, last, sh);
-  else if (threadIdx.x >= 32)
-    hooks.while_playing();
+  bool taken = false;  // the step played ahead, its outcome taken by warp 0
+  if constexpr (Hooks::kGameAhead) {
+    if (ahead) {
+      if (threadIdx.x < 32)
+        take_played_ahead(s, hooks.games(s), b_out, drawn, shift, g, last, sh);
+      else
+        hooks.while_playing();
+      taken = true;
+    }
+  }
+  if (!taken) {
+    if (threadIdx.x == 0)
+      step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
+    else if (threadIdx.x >= 32)
+      hooks.while_playing();
+  }
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
   with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, hooks); });

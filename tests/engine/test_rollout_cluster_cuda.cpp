@@ -86,8 +86,10 @@ void expect_took(ClusterProduct product, uint64_t before, const char* what) {
 #endif
 }
 
+// scoring: the rollout must also catch and miss fruits before its last step (a reward past 0.5,
+// and one below 0), so that every counter of the games' states changes while they stay on chip.
 void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
-                                  ClusterProduct product = ClusterProduct::Fma) {
+                                  ClusterProduct product = ClusterProduct::Fma, bool scoring = false) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
                                     << " games, " << c.max_steps << " steps, " << precision_name(c.precision)
@@ -103,6 +105,13 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   std::vector<int32_t> actions(size_t(c.max_steps) * c.games());
   std::memcpy(actions.data(), steps.arena.data() + al.actions, actions.size() * sizeof(int32_t));
   for (int32_t a : actions) ASSERT_TRUE(a >= 0 && a < kActions) << a;
+  if (scoring) {
+    const size_t N = size_t(c.games());
+    const std::vector<float> rewards = region<float>(steps.arena, al.rewards, size_t(c.max_steps) * N);
+    bool caught = false, missed = false;
+    for (size_t i = N; i + N < rewards.size(); ++i) caught |= rewards[i] > 0.5f, missed |= rewards[i] < 0.f;
+    ASSERT_TRUE(caught && missed) << "no catch or no miss before the last step: the test would not see the counters";
+  }
 
   for (unsigned k : clusters) {
     SCOPED_TRACE(::testing::Message() << k << " clusters (0: one block per SM)");
@@ -187,6 +196,15 @@ TEST(RolloutClusterCuda, EqualsTheStepsWhenRowsTakeSeveralBatches) {
 TEST(RolloutClusterCuda, FmaProductAtEachRowCount) {
   GRPO_REQUIRE_DEVICE();
   expect_cluster_matches_steps(shape(512, 6, 1), {1, 2});
+}
+
+// Long enough that fruits reach the bottom row (tiny_config's screen is 6 high) while the states
+// stay on chip: the game played ahead and taken by warp 0's lanes, a word a lane, must carry every
+// counter (score, bottomed, caught) from step to step, as thread 0's step does in the stepwise run.
+TEST(RolloutClusterCuda, GamesScoreWhileTheirStatesStayOnChip) {
+  GRPO_REQUIRE_DEVICE();
+  expect_cluster_matches_steps(shape(64, 2, 16, Precision::Bf16), {1, 0}, ClusterProduct::TensorCores, true);
+  expect_cluster_matches_steps(shape(64, 3, 16), {1}, ClusterProduct::Fma, true);  // 12 games: a block plays two
 }
 
 // Past 512 columns a thread of the step has a second group, whose h0 the cluster kernel (one
