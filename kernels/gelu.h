@@ -20,11 +20,11 @@ constexpr float kGeluA = 0.044715f;
 // The spec's 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), evaluated as x s with
 // s = 0.5 (1 + tanh u) = 1 / (1 + e), e = exp(-2u): the logistic function of 2u. Then
 //   gelu' = 0.5 (1 + t) + 0.5 x (1 - t^2) u' = s + 2 x s (1 - s) u',  1 - s = e s,
-// u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2). On a GPU one exponential and one reciprocal (an
-// MUFU.EX2 and an MUFU.RCP: __expf, __fdividef) replace tanhf's (the same two and a polynomial
-// for small u, ~16 instructions) and its 0.5 (1 + t), which loses relative precision where
-// t nears -1 (1 + t by cancellation); s does not. These are the hot elementwise maths of the
-// loss pass and the rollout step, both bound by issue. The host (the tests, and the emulator,
+// u' = sqrt(2/pi) (1 + 3 * 0.044715 x^2). On a GPU that is one exponential and one reciprocal
+// (MUFU.EX2 and MUFU.RCP: __expf, __fdividef), fewer instructions than tanhf (~16: the same two,
+// a polynomial for small u and its selects), and s keeps its relative precision where
+// 0.5 (1 + tanh u) loses it to cancellation (tanh u near -1). These are the hot elementwise
+// maths of the loss pass and the rollout step, both bound by issue. The host (the tests, and the emulator,
 // which runs the kernels on the CPU) takes expf and a division: the same formula, rounded
 // within a few ulps of the GPU's. e is clamped at e^80 so that 1 + e and e s stay finite where
 // x is very negative (s ~ 1.8e-35 there, gelu within |x| 1.8e-35 of 0).

@@ -238,9 +238,9 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
 
 // Warp 0, after the head's barrier, where the game's step was played ahead for each action
 // (StepHooks::kGameAhead): thread 0 samples the action, then the warp's lanes take its outcome
-// at once, a word or an observation element a lane (games.store_by_lanes), where one thread's
-// copies of the state, the reward and the D observation elements were ~50 instructions on the
-// path every other warp waits for.
+// at once, a word or an observation element a lane (games.store_by_lanes): one thread's copies
+// of the state, the reward and the D observation elements would be ~50 instructions on the path
+// that every other warp waits for.
 template <class Games>
 __device__ inline void take_played_ahead(const Ops::RolloutStep& s, const Games& games, const float (&b_out)[kActions],
                                          const GameDraws& drawn, size_t shift, unsigned g, bool last, StepShared& sh) {
