@@ -12,39 +12,18 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "engine/cuda/rollout_step_game.cuh"
 #include "engine/ops.h"
-#include "env/games.h"
 #include "kernels/activations_vec.cuh"
 #include "kernels/dropout.h"
 #include "kernels/fc_in.h"
 #include "kernels/gelu.h"
 #include "kernels/layernorm.h"
-#include "kernels/policy_head.h"
 #include "kernels/welford.cuh"
 #include "core/prefetch.cuh"
 #include "core/vector_access.h"
 
 namespace grpo::rollout_step_detail {
-
-constexpr int kStepThreads = 128;
-constexpr int kStepWarps = kStepThreads / 32;
-constexpr int kMaxObs = 32;
-
-// The game's step for one action, played ahead (StepHooks::kGameAhead): the state after it, the
-// step's reward and, but at the last step, the observation.
-struct GameAhead {
-  GameState state;
-  float reward;
-  float obs[kMaxObs];
-};
-
-// The block's shared scratch, a __shared__ variable of the calling kernel.
-struct StepShared {
-  float head_sums[kActions][kStepWarps];
-  float welford[3 * kStepWarps];
-  float obs[kMaxObs];
-  GameAhead ahead[kActions];  // kGameAhead: action a's on lane 0 of warp a + 1
-};
 
 // StepShared and, where a thread keeps more than two groups (kKeep > 2: the stepwise kernel),
 // their h0 while the LayerNorm's reduction runs: 32 floats a thread would not fit 5 blocks'
@@ -176,85 +155,6 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) z[a] += __shfl_down_sync(kAll, z[a], o);
     if (lane == 0) sh.head_sums[a][warp] = z[a];
-  }
-}
-
-// The random numbers thread 0's game step takes, drawn before hooks.ready() (they need no a1):
-// there they run while the block waits for a1 (the cluster kernel's mailbox, the product's end)
-// instead of after the head, on the path of the game that the other warps wait for.
-// (With the game played ahead, thread 0 draws the action's uniform alone.)
-struct GameDraws {
-  float action_u = 0.f;  // action_uniform's
-  Bits4 spawn{};         // spawn_block0's
-  GameDraws() = default;
-  __device__ GameDraws(uint64_t seed, uint32_t epoch, uint32_t t, unsigned g, bool spawn_too)
-      : action_u(action_uniform(seed, epoch, t, uint32_t(g))),
-        spawn(spawn_too ? spawn_block0(seed, epoch, t, uint32_t(g)) : Bits4{}) {}
-};
-
-// Lane 0 of warp a + 1: game g's step t with action a from its state now, into sh.ahead[a]
-// (StepHooks::kGameAhead). The same function of the same state and draws as step_one_game's.
-template <class Games>
-__device__ inline void play_ahead(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games, uint32_t epoch,
-                                  uint32_t t, unsigned g, bool last, int32_t a, GameAhead& out) {
-  with_fruit_slots(cfg, [&](auto slots) {
-    using S = decltype(slots);
-    const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t};
-    out.state = play_step<S>(cfg, games.template load<S>(int(g)), int(g), a, draws, t, &out.reward);
-    if (!last) write_observation<S>(cfg, out.state, out.obs);
-  });
-}
-
-// Thread 0, after the head's barrier: the logits and the sampled action, both also to global
-// memory.
-__device__ inline int32_t step_policy(const Ops::RolloutStep& s, const float (&b_out)[kActions], const GameDraws& drawn,
-                                      size_t shift, unsigned g, const StepShared& sh) {
-  const size_t row = shift + g;
-  float logits[kActions];
-#pragma unroll
-  for (int a = 0; a < kActions; ++a) {
-    float sum = sh.head_sums[a][0];
-    for (int w = 1; w < kStepWarps; ++w) sum += sh.head_sums[a][w];
-    logits[a] = sum + b_out[a];
-    s.now.logits[row * kActions + a] = logits[a];
-  }
-  const int32_t action = sample_from(policy_row(logits), drawn.action_u);
-  s.actions[row] = action;
-  return action;
-}
-
-// Thread 0, after the head's barrier: the policy, then the game's step (its observation also
-// into sh.obs, for the trunk: not read back from global memory). games: where the game's state is
-// (StepHooks::games).
-template <class Games>
-__device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
-                                 const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
-                                 size_t shift, unsigned g, bool last, StepShared& sh) {
-  (void)step_policy(s, b_out, drawn, shift, g, sh);
-  float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
-  const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
-  step_one_game(cfg, games, g, s.actions + shift, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
-}
-
-// Warp 0, after the head's barrier, where the game's step was played ahead for each action
-// (StepHooks::kGameAhead): thread 0 samples the action, then the warp's lanes take its outcome
-// at once, a word or an observation element a lane (games.store_by_lanes): one thread's copies
-// of the state, the reward and the D observation elements would be ~50 instructions on the path
-// that every other warp waits for.
-template <class Games>
-__device__ inline void take_played_ahead(const Ops::RolloutStep& s, const Games& games, const float (&b_out)[kActions],
-                                         const GameDraws& drawn, size_t shift, unsigned g, bool last, StepShared& sh) {
-  const unsigned lane = threadIdx.x % 32;
-  int32_t action = 0;
-  if (lane == 0) action = step_policy(s, b_out, drawn, shift, g, sh);
-  action = __shfl_sync(0xFFFFFFFFu, action, 0);
-  const GameAhead& o = sh.ahead[action];
-  games.store_by_lanes(int(g), o.state, lane);
-  if (lane == 0) s.rewards[shift + g] = o.reward;
-  if (!last && lane < unsigned(s.D)) {
-    const float v = o.obs[lane];
-    sh.obs[lane] = v;
-    s.obs_next[(shift + g) * size_t(s.D) + lane] = v;
   }
 }
 
@@ -450,22 +350,14 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   __syncthreads();
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);
-  bool taken = false;  // the step played ahead, its outcome taken by warp 0
-  if constexpr (Hooks::kGameAhead) {
-    if (ahead) {
-      if (threadIdx.x < 32)
-        take_played_ahead(s, hooks.games(s), b_out, drawn, shift, g, last, sh);
-      else
-        hooks.while_playing();
-      taken = true;
+  if (ahead) {  // never without kGameAhead: the constexpr keeps store_by_lanes out of other hooks' games
+    if constexpr (Hooks::kGameAhead) {
+      if (threadIdx.x < 32) take_played_ahead(s, hooks.games(s), b_out, drawn, shift, g, last, sh);
     }
+  } else if (threadIdx.x == 0) {
+    step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
   }
-  if (!taken) {
-    if (threadIdx.x == 0)
-      step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
-    else if (threadIdx.x >= 32)
-      hooks.while_playing();
-  }
+  if (threadIdx.x >= 32) hooks.while_playing();
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
   with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, hooks); });
