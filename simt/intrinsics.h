@@ -4,6 +4,7 @@
 // add a check to test_intrinsics.cpp. Threads are fibers on one OS thread and never switch inside
 // an intrinsic, so atomics are atomic; the __atomic builtins keep them honest anyway.
 #pragma once
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -98,6 +99,12 @@ inline unsigned __brev(unsigned x) {
   unsigned r = 0;
   for (int i = 0; i < 32; ++i) r |= ((x >> i) & 1u) << (31 - i);
   return r;
+}
+// The SM's cycle counter: here the host's steady clock in nanoseconds, monotonic per thread as
+// the counter is per SM (core/phase_clock.h takes differences within a block only).
+inline long long clock64() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 inline unsigned __float_as_uint(float x) { return simt::detail::bit_cast<unsigned>(x); }
 inline float __uint_as_float(unsigned x) { return simt::detail::bit_cast<float>(x); }

@@ -28,9 +28,11 @@
 #include "core/cluster.cuh"
 #include "core/cluster_mailbox.cuh"
 #include "core/launch.h"
+#include "core/phase_clock.cuh"
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_cluster_copy.cuh"
 #include "engine/cuda/rollout_cluster_exchange.cuh"
+#include "engine/cuda/rollout_cluster_hooks.cuh"
 #include "engine/cuda/rollout_cluster_product.cuh"
 #include "engine/cuda/rollout_step.h"
 #include "engine/cuda/rollout_step_block.cuh"
@@ -46,11 +48,14 @@ using namespace rollout_cluster_detail;
 
 using namespace rollout_cluster_copy;
 using namespace rollout_cluster_exchange;
+using namespace rollout_cluster_hooks;
 
 // The parameters rollout_step_block reads every step, kept in shared memory for all T steps
 // ahead of the block's rows of W1: offsets in floats, each a multiple of 4 (16 bytes, as the
 // float4 paths need). From L2 they cost the step two round trips or more (fc_in's rows after
 // the game step, and after every mailbox wait, whose acquire invalidates L1, again).
+static_assert(kClusterWarps == kStepWarps, "rollout_cluster.h's warps are the fused step's");
+
 struct OnChipParams {
   unsigned fc_in_w_t, fc1_b, fc_out_w, ln_gamma, ln_beta, fc_out_b, floats;
   GRPO_HD OnChipParams(unsigned H, unsigned D) {
@@ -84,97 +89,6 @@ struct SmemLayout {
   }
 };
 
-// The states of the block's games (game row i of the cluster at rows[i / C]), kept in its shared
-// memory for all T steps: thread 0 reads and writes them there, where s.games would cost its
-// step an L2 round trip (a mailbox wait's CCTL.IVALL has emptied L1) before it can play. They
-// go back to s.games at the last step. step_one_game's Games (env/games.h).
-struct GamesOnChip {
-  GameState* rows;
-  GamesView global;
-  unsigned g0;
-  bool last;
-  template <class S>
-  __device__ GameState load(int g) const {
-    return rows[(unsigned(g) - g0) / C];
-  }
-  template <class S>
-  __device__ void store(int g, const GameState& st) const {
-    rows[(unsigned(g) - g0) / C] = st;
-    if (last) global.store<S>(g, st);
-  }
-  // Warp 0's lanes store st, a 32-bit word a lane (take_played_ahead); the last step's store, to
-  // global memory too, stays lane 0's.
-  __device__ void store_by_lanes(int g, const GameState& st, unsigned lane) const {
-    if (last) {
-      if (lane == 0) store<AnySlots>(g, st);
-      return;
-    }
-    constexpr unsigned kWords = sizeof(GameState) / sizeof(uint32_t);
-    static_assert(kWords <= 32 && sizeof(GameState) % sizeof(uint32_t) == 0, "a 32-bit word a lane");
-    if (lane < kWords)
-      reinterpret_cast<uint32_t*>(rows + (unsigned(g) - g0) / C)[lane] = reinterpret_cast<const uint32_t*>(&st)[lane];
-  }
-};
-
-// What the cluster kernel changes about rollout_step_block's step of game row `row` (StepHooks):
-//   ready          the wait for the step's a1 rows at the block's a1 mailbox: in the block's first
-//                  game of the step only (first), so that the step's draws run before it, while
-//                  the other blocks finish their products;
-//   h1             the next step's h1 row, four columns at a time, into that row of the staged h1
-//                  rows (xs) of every block of the cluster through its xs mailbox, rounded as the
-//                  global copy (T: fp32 or bf16); not into global memory (kH1Global false): the
-//                  game's block copies it there from xs after its wait (copy_rows_out);
-//   games          the block's games' states on chip (GamesOnChip);
-//   kGameAhead     the game's step for each action played before ready(), by warps that would
-//                  wait there anyway: in the block's first game of the step (ahead), the one whose
-//                  ready() waits;
-//   while_playing  the game's a1 row to global memory, for the loss pass, by warps 1...
-template <class T>
-struct ClusterHooks : StepHooks {
-  static constexpr bool kH1Global = false;
-  static constexpr bool kPrefetchTrunk = false;  // the parameters are on chip (OnChipParams)
-  static constexpr bool kGameAhead = true;       // warps 1..3 would wait at ready() anyway
-  T* xs;
-  unsigned stride, row, H;
-  GamesOnChip on_chip;
-  float* a1_out;
-  const float* a1_row;
-  bool first;
-  Mailbox *a1_box, *xs_box;
-  uint32_t a1_parity;  // the step's phase of the a1 mailbox
-  __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
-                          float* a1_out_, const float* a1_row_, bool first_, Mailbox* a1_box_, Mailbox* xs_box_,
-                          uint32_t a1_parity_)
-      : xs(xs_),
-        stride(stride_),
-        row(row_),
-        H(H_),
-        on_chip(on_chip_),
-        a1_out(a1_out_),
-        a1_row(a1_row_),
-        first(first_),
-        a1_box(a1_box_),
-        xs_box(xs_box_),
-        a1_parity(a1_parity_) {}
-  // The one place every thread of the cluster waits for a1 (the emulator wants one site).
-  __device__ static void wait_for_a1(Mailbox* box, uint32_t parity) { GRPO_MAILBOX_WAIT(box, parity); }
-  __device__ __forceinline__ void ready() const {
-    if (first) wait_for_a1(a1_box, a1_parity);
-  }
-  __device__ __forceinline__ bool ahead() const { return first; }
-  __device__ __forceinline__ void h1(unsigned col0, unsigned n, const float (&v)[4]) const {
-    T* local = xs + size_t(row) * stride + col0;
-    float w[4];
-#pragma unroll
-    for (unsigned k = 0; k < 4; ++k) w[k] = k < n ? v[k] : 0.f;
-    const auto chunk = chunk4(local, w);
-    auto* at = reinterpret_cast<std::remove_const_t<decltype(chunk)>*>(local);
-    for (unsigned r = 0; r < C; ++r) mailbox_send(at, r, xs_box, chunk);
-  }
-  __device__ __forceinline__ const GamesOnChip& games(const Ops::RolloutStep&) const { return on_chip; }
-  __device__ __forceinline__ void while_playing() const { copy_row_out(a1_out, a1_row, H, 32); }
-};
-
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps. kVec: rollout_step_vec.
 // The 3 lets ptxas give a thread up to 168 registers (at 128 it spilled) and keeps every
@@ -184,7 +98,7 @@ struct ClusterHooks : StepHooks {
 template <class T, bool kMma, bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 3)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
-                           unsigned clusters) {
+                           unsigned clusters, PhaseClocks clocks) {
   __shared__ StepScratch<1> sh;
   GRPO_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned rank = cluster_block_rank(), cluster = blockIdx.x / C;
@@ -252,26 +166,33 @@ __global__ void __launch_bounds__(kStepThreads, 3)
   for (uint32_t t = 0; t < steps; ++t, a1_parity ^= 1u) {
     const size_t shift = size_t(t) * N;  // step t's rows
     const bool last = t + 1 == steps;
+    phase_mark(clocks, t, kMarkStep);
     const A1Out out{a1s + c0, at.a1_pitch, a1_box};
     if constexpr (kMma)
       product_mma(xs, ws, rows, cols, H, out);
     else
       product(xs, ws, rows, cols, width, H, out);
-    mailbox_sent(a1_box, a1_remote);                                       // the wait: the first game's hooks.ready()
-    if (g0 + rank >= g1) ClusterHooks<T>::wait_for_a1(a1_box, a1_parity);  // a block without a game
+    phase_mark(clocks, t, kMarkProduct);
+    mailbox_sent(a1_box, a1_remote);  // the wait: the first game's hooks.ready()
+    if (g0 + rank >= g1) {            // a block without a game
+      ClusterHooks<T>::wait_for_a1(a1_box, a1_parity);
+      phase_mark(clocks, t, kMarkA1);
+    }
     for (unsigned g = g0 + rank; g < g1; g += C) {
       const unsigned i = g - g0;
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
       const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
-                                  a1_row, g == g0 + rank, a1_box, xs_box, a1_parity);
+                                  a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, clocks, t);
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
       if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the next step's head orders it)
     }
     if (last) break;
+    phase_mark(clocks, t, kMarkTrunk);
     mailbox_sent(xs_box, xs_remote);
     GRPO_MAILBOX_WAIT(xs_box, xs_parity);  // the h1 rows of step t + 1, every game's
+    phase_mark(clocks, t, kMarkH1);
     xs_parity ^= 1u;
     copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
   }
@@ -388,7 +309,7 @@ Plan plan_for(int N, int H, int D, unsigned clusters = 0) {
 
 template <class T, bool kMma>
 void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const T* X, const T* W, int steps,
-                    cudaStream_t stream, unsigned clusters) {
+                    cudaStream_t stream, unsigned clusters, const PhaseClocks& clocks) {
   const Plan p = plan_for<T, kMma>(first.N, first.H, first.D, clusters);
   if (p.clusters == 0)
     throw std::invalid_argument("rollout_cluster_cuda: " + std::to_string(first.N) + " games at hidden " +
@@ -398,7 +319,7 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
   const auto kernel =
       rollout_step_vec(first) ? rollout_cluster_kernel<T, kMma, true> : rollout_cluster_kernel<T, kMma, false>;
   launch_cluster(kernel, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream, kClusterBlocks, game,
-                 first, X, W, uint32_t(steps), p.clusters);
+                 first, X, W, uint32_t(steps), p.clusters, clocks);
 }
 
 }  // namespace
@@ -410,8 +331,12 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 }
 
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
-                          ClusterProduct product, unsigned clusters) {
+                          ClusterProduct product, unsigned clusters, const PhaseClocks& clocks) {
   check_rollout_step_args(game, first, "rollout_cluster_cuda");
+  if (clocks.at && (clocks.marks > kClusterMarks || clocks.warps > kClusterWarps))
+    throw std::invalid_argument("rollout_cluster_cuda: phase clocks of " + std::to_string(clocks.marks) +
+                                " marks and " + std::to_string(clocks.warps) + " warps; the kernel has " +
+                                std::to_string(kClusterMarks) + " and " + std::to_string(kClusterWarps));
   if (steps < 1 || first.t != 0 || (first.obs_next == nullptr && steps > 1))
     throw std::invalid_argument("rollout_cluster_cuda: needs step 0's views and at least one step");
   if (!linear_forward_takes_few_rows(first.N, first.H, first.H, false))
@@ -428,12 +353,12 @@ void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first,
   const auto X = static_cast<const Bf16*>(first.now.h1_bf16);
   const auto W = static_cast<const Bf16*>(first.p.fc1_w_bf16);
   if (product == ClusterProduct::TensorCores)
-    launch_rollout<Bf16, true>(game, first, X, W, steps, stream, clusters);
+    launch_rollout<Bf16, true>(game, first, X, W, steps, stream, clusters, clocks);
   else if (first.p.fc1_w_bf16)
-    launch_rollout<Bf16, false>(game, first, X, W, steps, stream, clusters);
+    launch_rollout<Bf16, false>(game, first, X, W, steps, stream, clusters, clocks);
   else
     launch_rollout<float, false>(game, first, static_cast<const float*>(first.now.h1),
-                                 static_cast<const float*>(first.p.fc1_w), steps, stream, clusters);
+                                 static_cast<const float*>(first.p.fc1_w), steps, stream, clusters, clocks);
 }
 
 }  // namespace grpo

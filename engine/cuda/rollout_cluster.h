@@ -6,6 +6,7 @@
 // cores: in the emulator; a GPU's sums differ in the last places); TrainConfig::rollout_cluster
 // (--cluster-rollout, --cluster-rollout-mma) picks it where rollout_cluster_fits.
 #pragma once
+#include "core/phase_clock.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
 
@@ -22,6 +23,20 @@ constexpr unsigned kClusterBlocks = 8;  // the portable maximum
 // operands), or mma.sync on the bf16 tensor cores (bf16 only; rollout_cluster_product.cuh).
 enum class ClusterProduct { Fma, TensorCores };
 
+// The kernel's marks a step for PhaseClocks (core/phase_clock.h): the step starts, the block's
+// product is done, its games' a1 rows have arrived, the head is done (its barrier passed), the
+// game is done (the trunk's barrier passed), the trunk is done, every game's next h1 row has
+// arrived. Phase k runs from mark k to mark k + 1 (the last to the next step's start), as
+// kClusterPhases names it. The last step has no trunk: it marks up to the head. The head and
+// the game are marked in a block's first game (fp32 blocks may play two), and not at all in a
+// block without a game.
+enum ClusterMark : unsigned { kMarkStep, kMarkProduct, kMarkA1, kMarkHead, kMarkGame, kMarkTrunk, kMarkH1 };
+constexpr unsigned kClusterMarks = kMarkH1 + 1;
+inline constexpr const char* kClusterPhases[kClusterMarks] = {
+    "product", "a1 wait", "head", "policy and game", "trunk", "h1 wait", "h1 copy out",
+};
+constexpr unsigned kClusterWarps = 4;  // a block's warps: the fused step's 128 threads
+
 // Whether the device runs clusters and the rollout of N games at hidden H, observations of D
 // floats, takes this path: the shape the few-row product takes (fp32 or bf16 operands, up to 256
 // games), and a block's share of W1, the cluster's h1 rows and the step's other parameters
@@ -35,8 +50,11 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 // std::invalid_argument for a shape rollout_step_cuda refuses, one that does not fit, or
 // TensorCores without the bf16 copies.
 // `clusters` (tests): that many clusters, at most N, instead of the plan (one game a block where
-// the device holds that many clusters at once, else the most clusters it holds).
+// the device holds that many clusters at once, else the most clusters it holds). `clocks`
+// (bench_rollout_cuda --phases): the ClusterMark marks of its blocks, steps and warps; clocks.marks
+// at most kClusterMarks and clocks.warps at most kClusterWarps, else std::invalid_argument.
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
-                          ClusterProduct product = ClusterProduct::Fma, unsigned clusters = 0);
+                          ClusterProduct product = ClusterProduct::Fma, unsigned clusters = 0,
+                          const PhaseClocks& clocks = {});
 
 }  // namespace grpo

@@ -53,7 +53,7 @@ void CudaOps::rollout(const Rollout& r) {
       rollout_cluster_fits(r.N, r.H, r.D, bf16, product)) {  // eagerly and captured alike
     games_reset(r.games, r.seed, r.epoch, r.obs);
     policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
-    rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product);
+    rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product, 0, rollout_clocks_);
     return;
   }
   if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2)

@@ -51,6 +51,8 @@ struct StepScratch : StepShared {
 //   kPrefetchTrunk   whether the trunk's parameters come from global memory, so that the block
 //                    prefetches them while thread 0 plays (prefetch_trunk); false where the caller
 //                    passes copies on chip, whose kernel then has no prefetch code at all.
+//   mark_head(),     every thread, right after the head's barrier and the game's (the one before
+//   mark_game()      the trunk): where a caller's PhaseClocks mark them.
 //   kGameAhead       whether lane 0 of warps 1..3 may play the game's step for each of the three
 //                    actions before ready() (play_ahead), so that after the head thread 0 only
 //                    samples the action and warp 0 takes its outcome (take_played_ahead, which
@@ -67,6 +69,8 @@ struct StepHooks {
   __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
   __device__ __forceinline__ const GamesView& games(const Ops::RolloutStep& s) const { return s.games; }
   __device__ __forceinline__ void while_playing() const {}
+  __device__ __forceinline__ void mark_head() const {}
+  __device__ __forceinline__ void mark_game() const {}
 };
 
 // A thread's columns: group c of four on thread c % kStepThreads, its i-th group
@@ -348,6 +352,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
   __syncthreads();
+  hooks.mark_head();
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);
   if (ahead) {  // never without kGameAhead: the constexpr keeps store_by_lanes out of other hooks' games
@@ -360,6 +365,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   if (threadIdx.x >= 32) hooks.while_playing();
   if (last) return;  // no next trunk (uniform over the block)
   __syncthreads();
+  hooks.mark_game();
   with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, hooks); });
 }
 

@@ -1,0 +1,72 @@
+// Phase clocks: where a kernel's step spends its time, without a profiler. At marked points of
+// each step, lane 0 of each warp of the first `blocks` blocks stores the SM's cycle counter
+// (clock64) into a buffer that the host reads after the launch. The differences between
+// consecutive marks of one warp are the cycles its phases took, on the path the step really ran
+// (a profiler's stall samples say why warps wait, not which phase of a step the wait belongs to).
+// clock64 counts per SM, so only marks of one block compare. Off (at == nullptr, the default) a
+// mark costs one uniform branch. The marks are phase_mark's (core/phase_clock.cuh, device code);
+// this header is the layout and the host's reading of it.
+#pragma once
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/host_device.h"
+
+namespace grpo {
+
+struct PhaseClocks {
+  long long* at = nullptr;  // [blocks][steps][marks][warps]
+  unsigned blocks = 0, steps = 0, marks = 0, warps = 0;
+  GRPO_HD size_t index(unsigned block, unsigned step, unsigned mark, unsigned warp) const {
+    return ((size_t(block) * steps + step) * marks + mark) * warps + warp;
+  }
+  GRPO_HD size_t size() const { return size_t(blocks) * steps * marks * warps; }
+};
+
+// What the host fills the buffer with before a launch: a mark that holds it was never reached.
+constexpr long long kUnmarked = LLONG_MIN;
+
+// One warp's phases (phase k of a step runs from its mark k to mark k + 1, the last one to the
+// next step's mark 0): for each phase the median of its cycles over the steps whose marks are
+// all there and are followed by a marked step, and the median of those steps' cycles; `steps`
+// says how many steps that was (0: no medians).
+struct PhaseMedians {
+  std::vector<double> phase;
+  double step = 0;
+  size_t steps = 0;
+};
+
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t h = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + h, v.end());
+  const double hi = v[h];
+  if (v.size() % 2) return hi;
+  return (*std::max_element(v.begin(), v.begin() + h) + hi) / 2;
+}
+
+inline PhaseMedians phase_medians(const std::vector<long long>& at, const PhaseClocks& c, unsigned block,
+                                  unsigned warp) {
+  PhaseMedians out;
+  out.phase.assign(c.marks, 0.0);
+  if (c.marks == 0 || at.size() < c.size()) return out;
+  std::vector<std::vector<double>> cycles(c.marks);
+  std::vector<double> steps;
+  for (unsigned t = 0; t + 1 < c.steps; ++t) {
+    std::vector<long long> m(c.marks + 1);
+    for (unsigned k = 0; k <= c.marks; ++k)
+      m[k] = k < c.marks ? at[c.index(block, t, k, warp)] : at[c.index(block, t + 1, 0, warp)];
+    if (std::count(m.begin(), m.end(), kUnmarked) > 0) continue;
+    for (unsigned k = 0; k < c.marks; ++k) cycles[k].push_back(double(m[k + 1] - m[k]));
+    steps.push_back(double(m[c.marks] - m[0]));
+  }
+  for (unsigned k = 0; k < c.marks; ++k) out.phase[k] = median_of(cycles[k]);
+  out.step = median_of(steps);
+  out.steps = steps.size();
+  return out;
+}
+
+}  // namespace grpo

@@ -1,0 +1,55 @@
+// The host's reading of phase clocks (core/phase_clock.h): phase k of a step from its mark k to
+// the next, the last phase to the next step's first mark, medians over the steps whose marks are
+// all there; a step with a mark missing, and the last step (no next one), count for nothing.
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/phase_clock.h"
+
+namespace grpo {
+namespace {
+
+TEST(PhaseClocks, MedianOfOddEvenAndNone) {
+  EXPECT_EQ(median_of({}), 0.0);
+  EXPECT_EQ(median_of({5.0}), 5.0);
+  EXPECT_EQ(median_of({9.0, 1.0, 4.0}), 4.0);
+  EXPECT_EQ(median_of({8.0, 2.0, 6.0, 4.0}), 5.0);
+}
+
+TEST(PhaseClocks, PhasesRunFromMarkToMarkAndSkipIncompleteSteps) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<long long> base(0, 1ll << 40);
+  PhaseClocks c;
+  c.blocks = 2, c.steps = 6, c.marks = 3, c.warps = 2;
+  std::vector<long long> at(c.size(), kUnmarked);
+  // Block 1, warp 1: step t starts at s0 + 1000 t (+ 500 from step 3 on), its marks at +10 and
+  // +30 (+ t at the second); step 2 lacks its second mark.
+  const long long s0 = base(rng);
+  for (unsigned t = 0; t < c.steps; ++t) {
+    const long long start = s0 + 1000 * t + (t >= 3 ? 500 : 0);
+    at[c.index(1, t, 0, 1)] = start;
+    if (t != 2) at[c.index(1, t, 1, 1)] = start + 10;
+    at[c.index(1, t, 2, 1)] = start + 30 + t;
+  }
+  const PhaseMedians m = phase_medians(at, c, 1, 1);
+  // Steps 0, 1, 3 and 4 count: phase 1 is 20 + t (20, 21, 23, 24), phase 2 runs to the next start
+  // (970 - t: 970, 969, 967, 966), every step 1000; the 1,500 from step 2 to 3 is step 2's.
+  ASSERT_EQ(m.steps, 4u);
+  ASSERT_EQ(m.phase.size(), 3u);
+  EXPECT_EQ(m.phase[0], 10.0);
+  EXPECT_EQ(m.phase[1], 22.0);
+  EXPECT_EQ(m.phase[2], 968.0);
+  EXPECT_EQ(m.step, 1000.0);
+  // Another block's and warp's clocks are their own: nothing marked there.
+  const PhaseMedians none = phase_medians(at, c, 0, 1);
+  EXPECT_EQ(none.steps, 0u);
+  EXPECT_EQ(none.step, 0.0);
+  // A buffer shorter than the layout says reads nothing.
+  at.pop_back();
+  EXPECT_EQ(phase_medians(at, c, 1, 1).steps, 0u);
+}
+
+}  // namespace
+}  // namespace grpo

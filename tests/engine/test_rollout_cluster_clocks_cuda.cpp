@@ -1,0 +1,92 @@
+// The cluster kernel's phase clocks (core/phase_clock.h, rollout_cluster.h's ClusterMark): on,
+// they must change no byte of the rollout, and mark exactly the points each block passes, in
+// order, at every step: all seven in a block with a game but at the last step (the first four
+// there), none of the head's and the game's in a block without one. Fresh parameters each run;
+// the seed is printed on failure.
+#include <random>
+#include <vector>
+
+#include "core/phase_clock.h"
+#include "engine/cuda/rollout_cluster.h"
+#include "engine/policy.h"
+#include "tests/engine/rollout_arena_util.h"
+
+namespace grpo::test {
+namespace {
+
+RolloutRun cluster_run(const GameConfig& game, ClusterProduct product, const PhaseClocks& clocks) {
+  return [game, product, clocks](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
+    ops.games_reset(r.games, r.seed, r.epoch, r.obs);
+    policy_trunk_start(ops, r.p, r.obs, r.N, r.D, r.H, r.acts);
+    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, 1, clocks);
+  };
+}
+
+// Whether block `rank` of the one cluster marks `mark` at step t of T, where it plays a game
+// (has_game) or not.
+bool marked(unsigned mark, bool has_game, unsigned t, unsigned T) {
+  const bool last = t + 1 == T;
+  if (mark == kMarkHead) return has_game;
+  if (mark == kMarkGame) return has_game && !last;
+  if (mark == kMarkTrunk || mark == kMarkH1) return !last;
+  return true;
+}
+
+void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
+                                    << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
+  c.seed = seed;
+  const unsigned T = unsigned(c.max_steps), N = unsigned(c.games());
+  const std::vector<float> slabs = random_slabs(c, seed);
+  const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
+  const Outcome plain = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, product, {}));
+
+  PhaseClocks pc;
+  pc.blocks = kClusterBlocks, pc.steps = T, pc.marks = kClusterMarks, pc.warps = kClusterWarps;
+  DeviceBuffer<long long> buffer(std::vector<long long>(pc.size(), kUnmarked));
+  pc.at = buffer.get();
+  const Outcome clocked = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, product, pc));
+  EXPECT_EQ(first_difference(plain.arena, clocked.arena), plain.arena.size()) << "the clocks changed the rollout";
+
+  const std::vector<long long> at = buffer.download();
+  for (unsigned b = 0; b < pc.blocks; ++b)
+    for (unsigned w = 0; w < pc.warps; ++w) {
+      long long before = kUnmarked;  // the warp's last mark so far
+      for (unsigned t = 0; t < T; ++t)
+        for (unsigned k = 0; k < kClusterMarks; ++k) {
+          const long long v = at[pc.index(b, t, k, w)];
+          SCOPED_TRACE(::testing::Message() << "block " << b << ", warp " << w << ", step " << t << ", mark " << k);
+          if (!marked(k, b < N, t, T)) {
+            EXPECT_EQ(v, kUnmarked);
+            continue;
+          }
+          ASSERT_NE(v, kUnmarked);
+          EXPECT_GE(v, before) << "a mark before the one it follows";
+          before = v;
+        }
+    }
+  const PhaseMedians block0 = phase_medians(at, pc, 0, 0);
+  EXPECT_EQ(block0.steps, size_t(T - 1)) << "every step but the last has all its phases";
+}
+
+// fp32: 12 games in one cluster, so blocks 0-3 play two games (the marks are the first's).
+TEST(RolloutClusterCuda, PhaseClocksMarkEveryStepAndChangeNothing) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 64, c.batch_size = 4, c.max_steps = 4;
+  ASSERT_EQ(c.games(), 12);
+  expect_clocks_mark_the_steps(c, ClusterProduct::Fma);
+}
+
+// bf16 on tensor cores: 6 games, so blocks 6 and 7 have none.
+TEST(RolloutClusterCuda, PhaseClocksOfBlocksWithoutAGame) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 64, c.batch_size = 2, c.max_steps = 3, c.precision = Precision::Bf16;
+  ASSERT_EQ(c.games(), 6);
+  expect_clocks_mark_the_steps(c, ClusterProduct::TensorCores);
+}
+
+}  // namespace
+}  // namespace grpo::test
