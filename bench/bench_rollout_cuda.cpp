@@ -7,8 +7,12 @@
 // tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on 2 or 4 streams
 // (--rollout-streams). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
-// bench/README.md (issue 16 item 1). --json writes the rows. On the SIMT build the "device" is
-// the CPU emulator: each mode runs once at a tiny shape as a smoke test, timings are not taken.
+// bench/README.md (issue 16 item 1). After each cluster mode, one more rollout with the kernel's
+// phase clocks on (core/phase_clock.h) says where its step goes: the SM cycles of each phase of
+// a step in the first cluster's blocks, medians over the steps. --json writes the rows. On the
+// SIMT build the "device" is the CPU emulator: each mode runs once at a tiny shape as a smoke
+// test, timings are not taken (the phases' figures are the emulator's nanoseconds).
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
@@ -25,6 +29,7 @@
 #include "core/cuda_check.h"
 #include "core/cuda_resources.h"
 #include "engine/cuda/ops.h"
+#include "core/phase_clock.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/executor.h"
 #include "engine/step.h"
@@ -69,7 +74,7 @@ struct Bench {
   cuda::Graph graph;
   cuda::GraphExec exec;
 
-  Bench(const TrainConfig& cfg, const Mode& m)
+  Bench(const TrainConfig& cfg, const Mode& m, const PhaseClocks& clocks = {})
       : c(cfg),
         slabs(cuda::device_array<float>(4 * ParamLayout(cfg.hidden_size, cfg.obs_dim()).total)),
         arena(cuda::device_array<std::byte>(ArenaLayout(cfg).total)),
@@ -83,6 +88,7 @@ struct Bench {
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
     ops.set_rollout_streams(m.streams);
+    ops.set_rollout_clocks(clocks);
     b = StepBuffers::over(slabs.get(), arena.get(), c);
     refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());
     r = Ops::Rollout{b.p,           b.acts,
@@ -112,6 +118,67 @@ struct Bench {
       ops.rollout(r);
   }
 };
+
+// The cluster kernel's phases in a rollout of mode m (a Bench of its own, so the timed one runs
+// without clocks): warp 0 of each block of the first cluster, whose marks are its step's path
+// (its thread 0 samples and plays; the others wait at the same barriers). Prints a row a phase:
+// block 0's median cycles, the median and the largest of the blocks' medians, the share of the
+// step and the microseconds that share is of us_step (the timed rollout's). Returns the rows.
+nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_step) {
+  PhaseClocks pc;
+  pc.blocks = kClusterBlocks, pc.steps = unsigned(c.max_steps), pc.marks = kClusterMarks, pc.warps = kClusterWarps;
+  auto buffer = cuda::device_array<long long>(pc.size());
+  pc.at = buffer.get();
+  const std::vector<long long> unmarked(pc.size(), kUnmarked);
+  Bench probe(c, m, pc);
+  probe.run();  // warm
+  // On the probe's stream: a copy from pageable memory on the legacy stream may land after the
+  // next launch on a non-blocking stream.
+  CUDA_CHECK(cudaMemcpyAsync(pc.at, unmarked.data(), pc.size() * sizeof(long long), cudaMemcpyHostToDevice,
+                             probe.stream.get()));
+  probe.run();
+  CUDA_CHECK(cudaStreamSynchronize(probe.stream.get()));
+  std::vector<long long> at(pc.size());
+  CUDA_CHECK(cudaMemcpy(at.data(), pc.at, at.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+
+  std::vector<PhaseMedians> blocks;
+  for (unsigned b = 0; b < pc.blocks; ++b) blocks.push_back(phase_medians(at, pc, b, 0));
+  std::vector<double> of_blocks(kClusterMarks), largest(kClusterMarks, 0.0), steps;
+  double sum = 0;
+  for (unsigned k = 0; k < kClusterMarks; ++k) {
+    std::vector<double> v;
+    for (const PhaseMedians& b : blocks) v.push_back(b.phase[k]), largest[k] = std::max(largest[k], b.phase[k]);
+    of_blocks[k] = median_of(v);
+    sum += of_blocks[k];
+  }
+  for (const PhaseMedians& b : blocks) steps.push_back(b.step);
+  int dev = 0, khz = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
+  std::printf("  phases of a step (%s): warp 0 of the first cluster's %u blocks, medians over %zu of %d steps\n",
+              m.name, pc.blocks, blocks[0].steps, c.max_steps);
+  std::printf("  %-18s %14s %14s %14s %8s %10s\n", "phase", "cycles blk 0", "median blks", "max blks", "share", "us");
+  nlohmann::json rows = nlohmann::json::array();
+  for (unsigned k = 0; k < kClusterMarks; ++k) {
+    const double share = sum > 0 ? of_blocks[k] / sum : 0;
+    std::printf("  %-18s %14.0f %14.0f %14.0f %7.1f%% %10.3f\n", kClusterPhases[k], blocks[0].phase[k], of_blocks[k],
+                largest[k], 100 * share, share * us_step);
+    rows.push_back({{"phase", kClusterPhases[k]},
+                    {"cycles_block0", blocks[0].phase[k]},
+                    {"cycles_median", of_blocks[k]},
+                    {"cycles_max", largest[k]},
+                    {"share", share},
+                    {"us", share * us_step}});
+  }
+  const double step_cycles = median_of(steps);
+  std::printf("  %-18s %14.0f %14.0f %14s %8s %10.3f  (%.3f us at the SM's %d MHz)\n", "step", blocks[0].step,
+              step_cycles, "", "", us_step, step_cycles / (khz / 1e3), khz / 1000);
+  return {{"blocks", pc.blocks},
+          {"steps", blocks[0].steps},
+          {"step_cycles", step_cycles},
+          {"sm_clock_mhz", khz / 1e3},
+          {"rows", rows}};
+}
 
 }  // namespace
 
@@ -152,17 +219,24 @@ int main(int argc, char** argv) {
                     c.hidden_size);
         continue;
       }
-      Bench bench(c, m);
+      double us_step = 0;
+      {
+        Bench bench(c, m);
 #if defined(GRPO_SIMT)
-      bench.run();
-      CUDA_CHECK(cudaStreamSynchronize(bench.stream.get()));
-      std::printf("%-40s %12s   ran once\n", m.name, "-");
+        bench.run();
+        CUDA_CHECK(cudaStreamSynchronize(bench.stream.get()));
+        std::printf("%-40s %12s   ran once\n", m.name, "-");
 #else
-      const double ms = bench::event_median_ms(bench.stream.get(), repeats, [&] { bench.run(); });
-      const double us_step = ms * 1e3 / c.max_steps;
-      std::printf("%-40s %12.2f %12.3f\n", m.name, us_step, ms);
-      rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
+        const double ms = bench::event_median_ms(bench.stream.get(), repeats, [&] { bench.run(); });
+        us_step = ms * 1e3 / c.max_steps;
+        std::printf("%-40s %12.2f %12.3f\n", m.name, us_step, ms);
+        rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
 #endif
+      }
+      if (m.cluster) {
+        nlohmann::json phases = cluster_phases(c, m, us_step);
+        if (!rows.empty() && rows.back()["mode"] == m.name) rows.back()["phases"] = std::move(phases);
+      }
     }
     if (!json_path.empty()) {
       int dev = 0;

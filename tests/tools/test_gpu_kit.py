@@ -310,6 +310,10 @@ class Report(unittest.TestCase):
                                        "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2}]
             kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25},
                                                "reference": {"eager": 160.0}}
+            kit.data["rollout_phases"] = {"small": {"graph, cluster kernel": {
+                "blocks": 8, "steps": 199, "step_cycles": 18000.0, "sm_clock_mhz": 1980.0,
+                "rows": [{"phase": "product", "cycles_block0": 2100.0, "cycles_median": 2000.0, "cycles_max": 2500.0,
+                          "share": 0.25, "us": 2.3125}]}}}
             doc = report.write(kit)
             with open(os.path.join(d, "out", "gpu-report.md")) as f:
                 md = f.read()
@@ -331,6 +335,11 @@ class Report(unittest.TestCase):
         self.assertIn("| eager | 22.50 | 160.00 |", md)
         self.assertIn("| graph, cluster kernel | 9.25 | - |", md)
         self.assertIn("(each figure above waits for its epoch): small: graph BF16 120.0.", md)
+        # A cluster mode's phases: a row a phase, then the step's cycles as time at the SM's clock.
+        self.assertIn("### Where a step of the small rollout goes: graph, cluster kernel (phase clocks)", md)
+        self.assertIn("medians over 199 steps; us: the share of the step (by the blocks' medians) of its 9.25 us", md)
+        self.assertIn("| product | 2100 | 2000 | 2500 | 25.0% | 2.31 |", md)
+        self.assertIn("| step | - | 18000 | - | 100% | 18000 cycles at 1980 MHz: 9.09 us |", md)
 
 
 if __name__ == "__main__":

@@ -192,5 +192,37 @@ class BenchSurvey(unittest.TestCase):
         self.assertIsNone(data)
 
 
+
+class RolloutPhases(unittest.TestCase):
+    """bench_rollout_cuda's JSON to the rollout check: microseconds a step per mode and, for a
+    cluster mode, its phase clocks (a stand-in program writes the rows for each preset)."""
+
+    PHASES = {"blocks": 8, "steps": 199, "step_cycles": 12000.0, "sm_clock_mhz": 1980.0,
+              "rows": [{"phase": "product", "cycles_block0": 900.0, "cycles_median": 1000.0, "cycles_max": 1200.0,
+                        "share": 0.1, "us": 0.6}]}
+
+    def latency(self, rows):
+        with tempfile.TemporaryDirectory() as d:
+            kit = _kit_with(d, "bench_rollout_cuda", "import sys\nopen(sys.argv[sys.argv.index('--json') + 1], 'w')"
+                            ".write(%r)\n" % json.dumps({"rows": rows}))
+            checks_speed.rollout_latency(kit)
+            return kit.checks, kit.data
+
+    def test_phases_are_kept_per_preset_and_mode(self):
+        rows = [{"mode": "eager", "us_per_step": 20.0},
+                {"mode": "graph, cluster kernel, bf16 mma", "us_per_step": 6.0, "phases": self.PHASES}]
+        checks, data = self.latency(rows)
+        self.assertEqual([c["status"] for c in checks], ["pass", "pass"], [c["figure"] for c in checks])
+        self.assertEqual(data["rollout_us_per_step"]["small"], {"eager": 20.0, "graph, cluster kernel, bf16 mma": 6.0})
+        self.assertEqual(data["rollout_phases"]["small"], {"graph, cluster kernel, bf16 mma": self.PHASES})
+
+    def test_a_phase_row_without_what_the_report_reads_fails_here(self):
+        broken = dict(self.PHASES, rows=[{"phase": "product", "cycles_block0": 900.0}])
+        checks, data = self.latency([{"mode": "graph, cluster kernel", "us_per_step": 6.0, "phases": broken}])
+        self.assertEqual([c["status"] for c in checks], ["fail", "fail"])
+        self.assertIn("bad JSON", checks[0]["figure"])
+        self.assertEqual(data["rollout_phases"], {})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -96,13 +96,23 @@ def gemm_algorithms(kit):
 def rollout_latency(kit):
     """The rollout alone, microseconds per game step, per way of running it (bench_rollout_cuda:
     eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), each preset:
-    set against an epoch's time, it splits the epoch into the rollout and the rest."""
+    set against an epoch's time, it splits the epoch into the rollout and the rest. For each cluster
+    mode also where its step goes (the kernel's phase clocks: cycles a phase, medians over steps)."""
     kit.data["rollout_us_per_step"] = {}
+    kit.data["rollout_phases"] = {}
 
     def summarise_for(preset):
         def summarise(doc):
             rows = {r["mode"]: r["us_per_step"] for r in doc["rows"]}
+            phases = {r["mode"]: r["phases"] for r in doc["rows"] if r.get("phases")}
+            for p in phases.values():  # every field the report reads
+                (int(p["blocks"]), int(p["steps"]), float(p["step_cycles"]), float(p["sm_clock_mhz"]))
+                for x in p["rows"]:
+                    (x["phase"], float(x["cycles_block0"]), float(x["cycles_median"]), float(x["cycles_max"]),
+                     float(x["share"]), float(x["us"]))
             kit.data["rollout_us_per_step"][preset] = rows
+            if phases:
+                kit.data["rollout_phases"][preset] = phases
             return ", ".join("%s %.1f" % (m, us) for m, us in rows.items())
         return summarise
 

@@ -89,6 +89,20 @@ def markdown(doc):
         lines += ["", "## The rollout alone, microseconds per game step (bench_rollout_cuda)", "",
                   "| mode | " + " | ".join(presets) + " |", "| --- |" + " --- |" * len(presets)]
         lines += ["| %s | %s |" % (m, " | ".join(_fmt(roll[p].get(m), "%.2f") for p in presets)) for m in modes]
+    for p, modes in (doc.get("rollout_phases") or {}).items():
+        for mode, ph in modes.items():
+            lines += ["", "### Where a step of the %s rollout goes: %s (phase clocks)" % (p, mode), "",
+                      "Warp 0 of the first cluster's %d blocks, SM cycles a phase, medians over %d steps; us: the "
+                      "share of the step (by the blocks' medians) of its %.2f us above." % (
+                          ph["blocks"], ph["steps"], (roll.get(p) or {}).get(mode) or 0.0), "",
+                      "| phase | cycles, block 0 | median of the blocks | largest of the blocks | share | us |",
+                      "| --- | --- | --- | --- | --- | --- |"]
+            lines += ["| %s | %.0f | %.0f | %.0f | %.1f%% | %.2f |" % (
+                _cell(r["phase"]), r["cycles_block0"], r["cycles_median"], r["cycles_max"], 100 * r["share"], r["us"])
+                for r in ph["rows"]]
+            lines.append("| step | - | %.0f | - | 100%% | %.0f cycles at %.0f MHz: %.2f us |" % (
+                ph["step_cycles"], ph["step_cycles"], ph["sm_clock_mhz"],
+                ph["step_cycles"] / ph["sm_clock_mhz"] if ph["sm_clock_mhz"] else 0.0))
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",
