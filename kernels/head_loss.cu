@@ -27,11 +27,14 @@ __device__ __forceinline__ void unpack(const float4& f, float (&v)[4]) {
 // the CG column groups t, t + team, ... (four columns each) of every row it sees, so its four
 // column sums stay in its registers (b1 and W_out at the block's columns wait in shared memory).
 // A round takes R rows a team (slot s = i * teams + team index is row base + s):
-//   1. h2 = dropout(gelu(a1 + b1)) and gk = gelu' * keep / (1 - p), kept in registers, and the
-//      thread's share of the three logits;
+//   1. g = gelu(a1 + b1) and gk = gelu' where dropout keeps the element (0 where it drops it),
+//      kept in registers, and the thread's share of the three logits' sums g W_out;
 //   2. the logits meet in shared memory (a shuffle tree a warp, then the team's warps in order),
-//      and one thread a slot applies the objective (loss, dlogits);
-//   3. da1 = (dlogits W_out) * gk is written, and da1 and dlogits_j * h2 join the column sums.
+//      are scaled by 1 / (1 - p) and biased, and one thread a slot applies the objective (loss,
+//      dlogits);
+//   3. da1 = (dlogits W_out) * gk / (1 - p) is written, and da1 and dlogits_j * h2 join the
+//      column sums. The 1 / (1 - p) goes into the row's three dlogits, not into each element's
+//      h2 = g / (1 - p) and gelu' / (1 - p): two multiplications an element fewer.
 // a1 is read once and the GELU and the mask are computed once an element: the two passes of
 // head_loss_wide.cu each read a1 and compute both. The next round's a1 loads are issued right
 // after step 1, so they are in flight through the barriers and step 3.
@@ -128,8 +131,8 @@ __global__ void __launch_bounds__(kThreads, 2)
           float grad;
           const float g = gelu_and_grad(x[i][c][q] + b[q], grad);
           const bool kept = (keep >> q & 1u) && q < live;
-          h[i][c][q] = kept ? g * scale : 0.f;
-          gk[i][c][q] = kept ? grad * scale : 0.f;
+          h[i][c][q] = kept ? g : 0.f;
+          gk[i][c][q] = kept ? grad : 0.f;
 #pragma unroll
           for (int j = 0; j < kActions; ++j) s[i][j] += h[i][c][q] * w[j][q];
         }
@@ -137,13 +140,17 @@ __global__ void __launch_bounds__(kThreads, 2)
     }
     if (base + slots < r1) load_round(base + slots);
 
+    {  // the warp's shares of the R rows' logits, summed at once: logit x of the round in lanes x L..
+      constexpr unsigned V = R * kActions, L = kSpreadLanes<V>;
+      float flat[V];
 #pragma unroll
-    for (unsigned i = 0; i < R; ++i)
+      for (unsigned i = 0; i < R; ++i)
 #pragma unroll
-      for (int j = 0; j < kActions; ++j) {
-        const float v = warp_sum(s[i][j]);
-        if (lane == 0) team_logits[i * teams + my_team][warp_in_team][j] = v;
-      }
+        for (int j = 0; j < kActions; ++j) flat[i * kActions + j] = s[i][j];
+      const float v = warp_sums_spread(flat);
+      const unsigned x = lane / L;
+      if (lane % L == 0 && x < V) team_logits[x / kActions * teams + my_team][warp_in_team][x % kActions] = v;
+    }
     __syncthreads();
     if (slot_live) {
       const unsigned slot = threadIdx.x;
@@ -152,7 +159,7 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < kActions; ++j) {
         float v = 0.f;
         for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[slot][wt][j];
-        z[j] = v + b_out[j];
+        z[j] = v * scale + b_out[j];
       }
       part[0] += objective_loss(a.objective, z, action, adv, old_logp, inv_m, dz, &entropy);
 #pragma unroll
@@ -160,7 +167,7 @@ __global__ void __launch_bounds__(kThreads, 2)
         a.logits[kActions * slot_row + j] = z[j];
         a.dlogits[kActions * slot_row + j] = dz[j];
         part[1 + j] += dz[j];
-        slot_dz[slot][j] = dz[j];
+        slot_dz[slot][j] = dz[j] * scale;  // step 3's h and gk are unscaled
       }
     }
     __syncthreads();

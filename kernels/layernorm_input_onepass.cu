@@ -114,9 +114,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     load_dy(row + 2 * teams, dy_next);
     load_in(row + teams, in);
 
-    s1 = warp_sum(s1);
-    s2 = warp_sum(s2);
-    if (lane == 0) warp_sums[warp][0] = s1, warp_sums[warp][1] = s2;
+    {  // the row's two sums over the warp at once: s1's in lanes 0..15, s2's in 16..31
+      const float both[2] = {s1, s2};
+      const float v = warp_sums_spread(both);
+      if (lane % 16 == 0) warp_sums[warp][lane / 16] = v;
+    }
     __syncthreads();
     if (threadIdx.x < teams) {
       const unsigned w0 = threadIdx.x * warps_per_team;

@@ -1,7 +1,7 @@
 // Block-level building blocks of the deterministic reductions (include from .cu files only).
-// Every sum here is a fixed tree: lane offsets 16, 8, 4, 2, 1 inside a warp, then warp 0 over
-// the per-warp results. Which thread adds what never depends on timing, so neither does a bit
-// of the result; there are no atomics anywhere.
+// Every sum here is a fixed tree: lane offsets 16, 8, 4, 2, 1 inside a warp (several values at
+// once: warp_sums_spread), then warp 0 over the per-warp results. Which thread adds what never depends on timing, so
+// neither does a bit of the result; there are no atomics anywhere.
 #pragma once
 #include "core/host_device.h"
 
@@ -11,6 +11,45 @@ template <class T>
 __device__ __forceinline__ T warp_sum(T v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
   return v;  // the warp's total in lane 0 (other lanes hold partial trees)
+}
+
+// Value i's sum in warp_sums_spread: lanes [i L, (i + 1) L) hold it, L = kSpreadLanes<V> (32 over
+// V rounded up to a power of two).
+template <unsigned V>
+constexpr unsigned kSpreadLanes = V <= 1    ? 32
+                                  : V <= 2  ? 16
+                                  : V <= 4  ? 8
+                                  : V <= 8  ? 4
+                                  : V <= 16 ? 2
+                                            : 1;
+
+// The warp's sums of V values a lane, all at once: lane l gets the sum of value l / L (L =
+// kSpreadLanes<V>; 0 where that is past V). At each of the first 5 - log2 L levels (lane
+// offsets 16, 8, ...) a lane keeps half of its values and adds its partner's share of that
+// half; the log2 L levels left add whole sums. 32 / L - 1 + log2 L shuffles in all, where V
+// warp_sum trees take 5 V (3 values: 6 for 15; 6 values: 9 for 30; 2 values: 5 for 10). A fixed
+// tree; the lanes that hold a value's sum hold the same bits (their last levels add the same two
+// operands, in either order).
+template <unsigned V>
+__device__ __forceinline__ float warp_sums_spread(const float (&in)[V]) {
+  static_assert(V >= 1 && V <= 32, "at most one value a lane once halved");
+  constexpr unsigned P = 32 / kSpreadLanes<V>;
+  float v[P];
+#pragma unroll
+  for (unsigned i = 0; i < P; ++i) v[i] = i < V ? in[i] : 0.f;
+  const unsigned lane = threadIdx.x % 32;
+#pragma unroll
+  for (unsigned n = P, o = 16; n > 1; n /= 2, o /= 2) {
+    const bool upper = (lane & o) != 0;
+#pragma unroll
+    for (unsigned i = 0; i < n / 2; ++i) {
+      const float keep = upper ? v[i + n / 2] : v[i], send = upper ? v[i] : v[i + n / 2];
+      v[i] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+    }
+  }
+#pragma unroll
+  for (unsigned o = kSpreadLanes<V> / 2; o > 0; o /= 2) v[0] += __shfl_xor_sync(0xffffffffu, v[0], o);
+  return v[0];
 }
 
 // Sum of v over a block of BLOCK threads (every thread of the block must call it, with a
