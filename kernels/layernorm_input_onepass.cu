@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/launch.h"
+#include "core/vector_access.h"
 #include "kernels/activations_colsum.h"
 #include "kernels/activations_vec.cuh"
 #include "kernels/fc_in.h"
@@ -78,8 +79,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   auto load_in = [&](size_t row, RowIn& in) {
     const bool live = row < r1;
     const float* xr = a.X + row * D;
+    if constexpr (kExactD) {  // rows of 10 floats from an 8-byte aligned X: five 8-byte loads
+      static_assert(kMaxD % 2 == 0, "pairs of inputs");
 #pragma unroll
-    for (unsigned d = 0; d < unsigned(kMaxD); ++d) in.x[d] = live && (kExactD || d < D) ? xr[d] : 0.f;
+      for (unsigned d = 0; d < unsigned(kMaxD); d += 2) {
+        const float2 v = live ? *vector_at<const float2>(xr + d) : make_float2(0.f, 0.f);
+        in.x[d] = v.x, in.x[d + 1] = v.y;
+      }
+    } else {
+#pragma unroll
+      for (unsigned d = 0; d < unsigned(kMaxD); ++d) in.x[d] = live && d < D ? xr[d] : 0.f;
+    }
     in.mu = live ? a.mean[row] : 0.f;
     in.rs = live ? a.rstd[row] : 0.f;
   };
@@ -228,12 +238,13 @@ void partial_sums_cuda(const float* dh1, const float* X, const float* W_in, cons
                                 " bytes of shared memory a block beside its static part; the device allows " +
                                 std::to_string(dynamic_limit()) + " (fits_device says where it runs)");
   const unsigned chunks = colsum::chunks(size_t(M)), rows = colsum::rows_per_chunk(size_t(M));
+  const bool exact = D == kMaxD && aligned8(X);  // the presets' D, read in pairs
   if (h0_out)
-    D == kMaxD ? launch_onepass<true, true>(a, tm, smem, chunks, rows, partial, stream)
-               : launch_onepass<false, true>(a, tm, smem, chunks, rows, partial, stream);
+    exact ? launch_onepass<true, true>(a, tm, smem, chunks, rows, partial, stream)
+          : launch_onepass<false, true>(a, tm, smem, chunks, rows, partial, stream);
   else
-    D == kMaxD ? launch_onepass<true, false>(a, tm, smem, chunks, rows, partial, stream)
-               : launch_onepass<false, false>(a, tm, smem, chunks, rows, partial, stream);
+    exact ? launch_onepass<true, false>(a, tm, smem, chunks, rows, partial, stream)
+          : launch_onepass<false, false>(a, tm, smem, chunks, rows, partial, stream);
 }
 
 }  // namespace grpo::layernorm_onepass

@@ -107,12 +107,14 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   struct InCase {
     int M, N, D;
     size_t offset;
+    size_t x_offset = 0;  // X one float past 8-byte alignment: the one pass reads D = 10 a float at a time
   };
   for (const InCase c : {InCase{13, 8, 1, 0}, InCase{9, 37, 10, 1}, InCase{150, 64, 10, 0}, InCase{6, 1100, 25, 0},
                          InCase{70, 40, 25, 0}, InCase{9000, 40, 10, 0}, InCase{37, 512, 10, 0},
                          InCase{11, 2048, 10, 0}, InCase{7, 1030, 7, 0}, InCase{5, 2049, 10, 0}, InCase{50, 200, 10, 0},
-                         InCase{40, 1000, 10, 0}, InCase{100, 2048, 10, 0}}) {
-    SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset);
+                         InCase{40, 1000, 10, 0}, InCase{100, 2048, 10, 0}, InCase{150, 64, 10, 0, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.M << "x" << c.N << " D " << c.D << " offset " << c.offset << " X offset "
+                                      << c.x_offset);
     const bool one_pass = layernorm_onepass::fits_device(c.N, c.D);
     const size_t n = size_t(c.M) * c.N;
     const auto X = random_floats(size_t(c.M) * c.D, ++seed, -1.f, 1.f);
@@ -127,15 +129,17 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
     layernorm_residual_backward_host(dh1.data() + c.offset, h0.data() + c.offset, gamma.data(), mean.data(),
                                      rstd.data(), dh0.data(), want_dg.data(), want_db.data(), c.M, c.N, nullptr);
     linear_backward_weight_host(dh0.data(), X.data(), want_dw.data(), c.M, c.N, c.D, false);
-    DeviceBuffer<float> ddh1(dh1), dh0_in(one_pass ? poisoned(n + c.offset) : h0), dx(X), dw_in(w_in), dg(gamma),
+    std::vector<float> x_at(c.x_offset, test::poison_value());
+    x_at.insert(x_at.end(), X.begin(), X.end());
+    DeviceBuffer<float> ddh1(dh1), dh0_in(one_pass ? poisoned(n + c.offset) : h0), dx_at(x_at), dw_in(w_in), dg(gamma),
         dm(mean), dr(rstd);
+    const float* dx = dx_at.get() + c.x_offset;
     DeviceBuffer<float> scratch(poisoned(layernorm_input_backward_scratch_floats(c.M, c.N, c.D)));
     std::vector<std::vector<float>> got[2];
     for (auto& g : got) {
       DeviceBuffer<float> ddg(poisoned(c.N)), ddb(poisoned(c.N)), ddw(poisoned(size_t(c.N) * c.D));
-      layernorm_input_backward_cuda(ddh1.get() + c.offset, dh0_in.get() + c.offset, dx.get(), dw_in.get(), dg.get(),
-                                    dm.get(), dr.get(), ddg.get(), ddb.get(), ddw.get(), c.M, c.N, c.D, scratch.get(),
-                                    nullptr);
+      layernorm_input_backward_cuda(ddh1.get() + c.offset, dh0_in.get() + c.offset, dx, dw_in.get(), dg.get(), dm.get(),
+                                    dr.get(), ddg.get(), ddb.get(), ddw.get(), c.M, c.N, c.D, scratch.get(), nullptr);
       g = {ddg.download(), ddb.download(), ddw.download()};
     }
     EXPECT_LE(rel_l2(got[0][0], want_dg), 1e-5) << "dgamma";
@@ -145,8 +149,8 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
     EXPECT_EQ(got[0], got[1]) << "a second call gives the same bits";
     if (one_pass) {
       DeviceBuffer<float> h0_out(poisoned(n)), part(poisoned(layernorm_input_backward_partial_floats(c.M, c.N, c.D)));
-      layernorm_onepass::partial_sums_cuda(ddh1.get() + c.offset, dx.get(), dw_in.get(), dg.get(), dm.get(), dr.get(),
-                                           c.M, c.N, c.D, part.get(), nullptr, h0_out.get());
+      layernorm_onepass::partial_sums_cuda(ddh1.get() + c.offset, dx, dw_in.get(), dg.get(), dm.get(), dr.get(), c.M,
+                                           c.N, c.D, part.get(), nullptr, h0_out.get());
       EXPECT_EQ(h0_out.download(), tail(h0, c.offset)) << "the recomputed h0 is not fc_in's";
     }
   }
