@@ -8,7 +8,10 @@
 // build the "device" is the CPU emulator: each product runs once per rank at a small shape as a
 // smoke test, timings are not taken. Each row names the algorithm each rank ran (cuBLASLt's id,
 // tile, K splits, stages): each rank is its own query of the heuristic, and two queries need not
-// agree, so two ranks may name one algorithm.
+// agree, so two ranks may name one algorithm. Then rank 0's answer with K in each of --splits
+// splits (BlasOptions::split_k), where cuBLASLt takes it: what splitting K would buy the products
+// with few rows, whose output fills few tiles (the reference rollout's 544 rows), which the
+// heuristic's answers do not split.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -119,7 +122,24 @@ nlohmann::json to_json(const std::vector<Answer>& answers) {
 // the timer, where a rank the heuristic does not reach throws std::out_of_range (the survey of
 // that product ends there) and where cuBLASLt may refuse an answer past the first (a CudaError:
 // that rank gets no time, the others go on; at rank 0 it is the engine's failure too, and fatal).
-nlohmann::json survey(const std::vector<Case>& cases, int ranks, cudaStream_t st,
+// One call's time, or none where cuBLASLt refused it (`which` names the call in the message);
+// an error that sticks ends the survey.
+std::optional<double> timed(const std::function<void()>& call,
+                            const std::function<double(const std::function<void()>&)>& time, cudaStream_t st,
+                            const std::string& which) {
+  try {
+    call();
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    return 1e3 * time(call);
+  } catch (const CudaError& e) {
+    (void)cudaGetLastError();
+    if (cudaDeviceSynchronize() != cudaSuccess) throw;
+    std::printf("  %s refused: %s\n", which.c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
+nlohmann::json survey(const std::vector<Case>& cases, int ranks, const std::vector<int>& splits, cudaStream_t st,
                       const std::function<double(const std::function<void()>&)>& time) {
   nlohmann::json rows = nlohmann::json::array();
   for (const Case& c : cases) {
@@ -127,6 +147,12 @@ nlohmann::json survey(const std::vector<Case>& cases, int ranks, cudaStream_t st
     for (const Precision prec : {Precision::Fp32, Precision::Tf32, Precision::Bf16}) {
       std::vector<std::unique_ptr<Blas>> blas;  // one context per rank: each fixes its own algorithms
       for (int r = 0; r < ranks; ++r) blas.push_back(std::make_unique<Blas>(BlasOptions{prec, size_t(32) << 20, r}));
+      std::vector<std::unique_ptr<Blas>> split_blas;  // rank 0's answer, K in splits[i] splits
+      for (int k : splits) {
+        BlasOptions o{prec, size_t(32) << 20, 0};
+        o.split_k = k;
+        split_blas.push_back(std::make_unique<Blas>(o));
+      }
       for (const std::string op : {"forward", "backward_input", "backward_weight"}) {
         if (c.forward_only && op != "forward") continue;
         std::vector<Answer> answers;
@@ -162,6 +188,20 @@ nlohmann::json survey(const std::vector<Case>& cases, int ranks, cudaStream_t st
         for (const Answer& a : answers) a.us ? std::printf(" %.1f", *a.us) : std::printf(" -");
         std::printf(" ]  algo %d tile %d split-k %d\n", answers[best].algo.id, answers[best].algo.tile,
                     answers[best].algo.split_k);
+        nlohmann::json split_rows = nlohmann::json::array();
+        if (!splits.empty()) std::printf("  rank 0 with K split:");
+        for (size_t i = 0; i < splits.size(); ++i) {
+          Blas& b = *split_blas[i];
+          std::optional<double> us;
+          try {
+            us = timed([&] { o.run(b, op, prec == Precision::Bf16, st); }, time, st,
+                       std::to_string(splits[i]) + " splits of " + op + " " + c.name);
+          } catch (const std::out_of_range&) {  // the answer does not take that many splits
+          }
+          us ? std::printf(" %d: %.1f", splits[i], *us) : std::printf(" %d: -", splits[i]);
+          split_rows.push_back({{"split", splits[i]}, {"us", us ? nlohmann::json(*us) : nlohmann::json(nullptr)}});
+        }
+        if (!splits.empty()) std::printf("\n");
         rows.push_back({{"precision", precision_name(prec)},
                         {"case", c.name},
                         {"op", op},
@@ -171,7 +211,8 @@ nlohmann::json survey(const std::vector<Case>& cases, int ranks, cudaStream_t st
                         {"first_us", first},
                         {"best_us", fastest},
                         {"best_rank", best},
-                        {"tflops_best", fastest > 0 ? flops / fastest * 1e-6 : 0.0}});
+                        {"tflops_best", fastest > 0 ? flops / fastest * 1e-6 : 0.0},
+                        {"splits", split_rows}});
       }
     }
   }
@@ -184,23 +225,29 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_gemm_algos_cuda: each cuBLASLt heuristic answer for the executor's products, timed"};
   std::string json_path;
   int ranks = 8, repeats = 10;
+  std::vector<int> splits = {2, 3, 4, 6, 8};
   app.add_option("--ranks", ranks, "heuristic answers tried per product (rank 0 is the engine's)")
       ->check(CLI::Range(1, 32));
   app.add_option("--repeats", repeats, "timed calls per answer (median)")->check(CLI::Range(1, 1000));
+  app.add_option("--splits", splits, "K splits tried with rank 0's answer (comma-separated; none: --splits 0)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 65536));
   app.add_option("--json", json_path, "also write the rows as JSON");
   if (const auto code = grpo::bench::parse_flags(app, argc, argv, "bench_gemm_algos_cuda")) return *code;
   try {
+    splits.erase(std::remove(splits.begin(), splits.end(), 0), splits.end());
     cuda::Stream stream = cuda::make_stream(cudaStreamNonBlocking);
     cudaStream_t st = stream.get();
 #if defined(GRPO_SIMT)
     std::printf("SIMT build: the device is the CPU emulator, timings are meaningless; each product runs once.\n");
     (void)repeats;
     print_header();
-    const nlohmann::json rows = survey({{"smoke", 300, 40, false}}, ranks, st, [&](const std::function<void()>& f) {
-      f();
-      CUDA_CHECK(cudaStreamSynchronize(st));
-      return 0.0;
-    });
+    const nlohmann::json rows =
+        survey({{"smoke", 300, 40, false}}, ranks, splits, st, [&](const std::function<void()>& f) {
+          f();
+          CUDA_CHECK(cudaStreamSynchronize(st));
+          return 0.0;
+        });
     std::string device = "SIMT emulator";
 #else
     int dev = 0;
@@ -213,7 +260,7 @@ int main(int argc, char** argv) {
     const std::vector<Case> cases = {{"small loss", 27200, 512, false},
                                      {"reference rollout", 544, 2048, true},
                                      {"reference loss", 54400, 2048, false}};
-    const nlohmann::json rows = survey(cases, ranks, st, [&](const std::function<void()>& f) {
+    const nlohmann::json rows = survey(cases, ranks, splits, st, [&](const std::function<void()>& f) {
       return bench::event_median_ms(st, repeats, f, [&] { flush(st); });
     });
     std::string device = prop.name;

@@ -9,6 +9,7 @@
 //   dW = dY^T X  ->  dW^T[K,N] = X^T[K,M] (dY^T)^T[M,N]    gemm(N, T, K, N, M, X, K, dY, N, dW, K)
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -119,11 +120,30 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank) {
       throw std::out_of_range("cuBLASLt's heuristic returned " + std::to_string(usable) + " usable answers" + what +
                               ", none at rank " + std::to_string(rank));
     p.algo = answers[size_t(rank)].algo;
+    if (options_.split_k > 0) split(p, what);
   } catch (...) {
     destroy_plan(p);
     throw;
   }
   return p;
+}
+
+void Blas::split(Plan& p, const std::string& what) {
+  const int32_t splits = options_.split_k;
+  CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits));
+  const uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE};
+  for (const uint32_t scheme : splits > 1 ? std::vector<uint32_t>(std::begin(schemes), std::end(schemes))
+                                          : std::vector<uint32_t>{CUBLASLT_REDUCTION_SCHEME_NONE}) {
+    CUBLAS_CHECK(
+        cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme));
+    cublasLtMatmulHeuristicResult_t checked{};
+    if (cublasLtMatmulAlgoCheck(handle_, p.desc, p.a, p.b, p.c, p.c, &p.algo, &checked) == CUBLAS_STATUS_SUCCESS &&
+        checked.state == CUBLAS_STATUS_SUCCESS && checked.workspaceSize <= options_.workspace_bytes)
+      return;
+  }
+  throw std::out_of_range("cuBLASLt's answer does not take " + std::to_string(splits) + " splits of K" + what +
+                          " within " + std::to_string(options_.workspace_bytes) + " bytes of workspace");
 }
 
 void* Blas::workspace(cudaStream_t stream) {

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "kernels/activations_colsum.h"
@@ -69,6 +70,13 @@ struct BlasOptions {
   // answer the heuristic does not reach gives the product heuristic_rank's, with a warning on
   // stderr (it does not throw, as heuristic_rank does).
   std::map<GemmShape, int> ranks;
+  // > 0: every product's answer run with K in this many splits (CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+  // with the first reduction scheme cuBLASLt's check accepts: in place, then in the compute type,
+  // then in the output type, each a fixed order); a product whose answer does not take it, or
+  // needs more workspace than workspace_bytes, throws std::out_of_range at its first use. 0: the
+  // answer's own splits. bench_gemm_algos_cuda's survey of what splitting K would buy the
+  // small-row products (the reference rollout's 544 rows fill few tiles); the engine takes 0.
+  int split_k = 0;
 };
 
 // One cuBLASLt handle, the workspaces it owns (one per stream it has run a product on), and one
@@ -132,6 +140,8 @@ class Blas {
   // checks every rank it is given; std::out_of_range where the heuristic has none); the caller
   // destroys them (destroy_plan).
   Plan make_plan(const Shape& s, int rank);
+  // p's answer with options_.split_k splits of K (BlasOptions::split_k); `what` names the product.
+  void split(Plan& p, const std::string& what);
   static void destroy_plan(Plan& p);
 
   BlasOptions options_;

@@ -72,7 +72,14 @@ void run_gemm(const Gemm& g, float alpha, float beta, int algo) {
           return a * bb;
         };
         float acc = 0.f;
-        if (alpha != 0.f) {
+        if (alpha != 0.f && g.splits > 1) {
+          const int slice = (g.k + g.splits - 1) / g.splits;
+          for (int l0 = 0; l0 < g.k; l0 += slice) {
+            float part = 0.f;
+            for (int l = l0; l < std::min(g.k, l0 + slice); ++l) part += term(l);
+            acc += part;
+          }
+        } else if (alpha != 0.f) {
           switch (algo) {
             case 0:
               for (int l = 0; l < g.k; ++l) acc += term(l);

@@ -1,7 +1,8 @@
 // cuBLASLt shim: the matmul subset the engine calls (handle, fp32 matmul descriptor with
 // transposes and pointer mode, column-major layouts (fp32, or bf16 A and B under plain fp32
 // compute, summed in fp32 like fp32 operands), a preference with a workspace limit, the
-// algorithm heuristic and an algorithm's configuration, cublasLtMatmul, the version). The algorithms and the
+// algorithm heuristic, an algorithm's configuration (read, and its K splits and reduction scheme
+// set) and its check, cublasLtMatmul, the version). The algorithms and the
 // heuristic are those of gemm_model.h: each algorithm sums in its own fp32 order, and the
 // heuristic may answer differently while a stream captures, so only a caller that fixes its
 // algorithm gets the same bits eagerly and in a graph. A (shape, algorithm) must have run once
@@ -20,7 +21,7 @@
 using namespace simt::detail;
 
 struct cublasLtContext {
-  std::set<std::array<long long, 11>> met;  // (shape, algorithm) run outside a capture
+  std::set<std::array<long long, 12>> met;  // (shape, algorithm, K splits) run outside a capture
 };
 
 namespace {
@@ -47,7 +48,16 @@ struct Algo {
   uint32_t magic;
   int32_t id;
   uint32_t align[4];  // what the algorithm needs: the promise it was chosen under
+  int32_t splits;     // CUBLASLT_ALGO_CONFIG_SPLITK_NUM; 0 (as the heuristic writes it) reads as 1
+  uint32_t scheme;    // CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME
 };
+
+// What an algorithm with its K splits needs beside it: with more than one, a reduction scheme,
+// and workspace for the slices' sums (in the model, an fp32 m x n a split, whatever the scheme).
+int splits_of(const Algo& al) { return std::max(al.splits, 1); }
+size_t split_workspace(const Algo& al, const Gemm& g) {
+  return splits_of(al) > 1 ? size_t(g.m) * size_t(g.n) * size_t(splits_of(al)) * sizeof(float) : 0;
+}
 static_assert(sizeof(Desc) <= sizeof(cublasLtMatmulDescOpaque_t));
 static_assert(sizeof(Layout) <= sizeof(cublasLtMatrixLayoutOpaque_t));
 static_assert(sizeof(Pref) <= sizeof(cublasLtMatmulPreferenceOpaque_t));
@@ -205,8 +215,11 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   const int n = std::min(requested, kGemmAlgos);
   for (int r = 0; r < n; ++r) {
     std::memset(&results[r], 0, sizeof results[r]);
-    write(&results[r].algo,
-          Algo{kMagic, gemm_heuristic(g, any_capture(), r), {p.align[0], p.align[1], p.align[2], p.align[3]}});
+    write(&results[r].algo, Algo{kMagic,
+                                 gemm_heuristic(g, any_capture(), r),
+                                 {p.align[0], p.align[1], p.align[2], p.align[3]},
+                                 1,
+                                 CUBLASLT_REDUCTION_SCHEME_NONE});
     results[r].workspaceSize = 0;
     results[r].state = CUBLAS_STATUS_SUCCESS;
     results[r].wavesCount = 1.f;
@@ -215,8 +228,58 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t h, cublasLtMatmul
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// An algorithm's K splits and their reduction scheme, the two settings the model takes; the
+// others are not emulated.
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t* algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr, const void* buf,
+                                                    size_t bytes) {
+  Algo al;
+  if (!read(algo, &al) || !buf) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr == CUBLASLT_ALGO_CONFIG_SPLITK_NUM) {
+    int32_t v;
+    if (bytes != sizeof v) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&v, buf, sizeof v);
+    if (v < 1) return CUBLAS_STATUS_INVALID_VALUE;
+    al.splits = v;
+  } else if (attr == CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME) {
+    uint32_t v;
+    if (bytes != sizeof v) return CUBLAS_STATUS_INVALID_VALUE;
+    std::memcpy(&v, buf, sizeof v);
+    if (v != CUBLASLT_REDUCTION_SCHEME_NONE && v != CUBLASLT_REDUCTION_SCHEME_INPLACE &&
+        v != CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE && v != CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE)
+      return CUBLAS_STATUS_INVALID_VALUE;
+    al.scheme = v;
+  } else {
+    return CUBLAS_STATUS_NOT_SUPPORTED;  // not emulated
+  }
+  write(algo, al);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// Whether the algorithm as configured runs the product: the model's algorithms take any K
+// splits up to k, with a reduction scheme past one, and say the workspace they need.
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                                       cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                                       const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result) {
+  if (!h) return CUBLAS_STATUS_NOT_INITIALIZED;
+  Desc dd;
+  Gemm g;
+  Algo al;
+  if (!algo || !result || !read(algo, &al) || al.id < 0 || al.id >= kGemmAlgos) return CUBLAS_STATUS_INVALID_VALUE;
+  if (cublasStatus_t s = shape_of(desc, a, b, c, d, &dd, &g)) return s;
+  if (splits_of(al) > std::max(g.k, 1) || (splits_of(al) > 1 && al.scheme == CUBLASLT_REDUCTION_SCHEME_NONE))
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  const cublasLtMatmulAlgo_t copy = *algo;  // algo may point to result->algo
+  std::memset(result, 0, sizeof *result);
+  result->algo = copy;
+  result->workspaceSize = split_workspace(al, g);
+  result->state = CUBLAS_STATUS_SUCCESS;
+  result->wavesCount = 1.f;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 // The configuration of an algorithm the heuristic returned: its id is the model's algorithm; the
-// model has no tiles, K splits or stages, so those read as cuBLASLt's defaults (undefined, 1, 0).
+// model has no tiles or stages, so those read as cuBLASLt's defaults (undefined, 0).
 cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* algo,
                                                     cublasLtMatmulAlgoConfigAttributes_t attr, void* buf, size_t bytes,
                                                     size_t* written) {
@@ -231,7 +294,7 @@ cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t* 
       i32 = al.id, src = &i32, size = sizeof i32;
       break;
     case CUBLASLT_ALGO_CONFIG_SPLITK_NUM:
-      i32 = 1, src = &i32, size = sizeof i32;
+      i32 = splits_of(al), src = &i32, size = sizeof i32;
       break;
     case CUBLASLT_ALGO_CONFIG_TILE_ID:
     case CUBLASLT_ALGO_CONFIG_STAGES_ID:
@@ -270,11 +333,15 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
       if (reinterpret_cast<uintptr_t>(ptrs[i]) % std::max<uint32_t>(al.align[i], 1) != 0)
         return CUBLAS_STATUS_NOT_SUPPORTED;
     id = al.id;
+    g.splits = splits_of(al);
+    if (g.splits > 1 && al.scheme == CUBLASLT_REDUCTION_SCHEME_NONE) return CUBLAS_STATUS_NOT_SUPPORTED;
+    if (split_workspace(al, g) > workspace_bytes || (split_workspace(al, g) > 0 && !workspace))
+      return CUBLAS_STATUS_NOT_SUPPORTED;  // the workspace cublasLtMatmulAlgoCheck said it needs
   } else {
     id = gemm_heuristic(g, capturing, 0);  // without an algorithm cuBLASLt asks its heuristic per call
   }
   if (g.m == 0 || g.n == 0) return CUBLAS_STATUS_SUCCESS;
-  const std::array<long long, 11> key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, dd.compute, id, g.bf16};
+  const std::array<long long, 12> key{g.ta, g.tb, g.m, g.n, g.k, g.lda, g.ldb, g.ldc, dd.compute, id, g.bf16, g.splits};
   if (!capturing)
     h->met.insert(key);
   else if (!h->met.count(key))

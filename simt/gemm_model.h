@@ -24,6 +24,10 @@ struct Gemm {
   bool bf16 = false;
   void* workspace = nullptr;  // cuBLASLt's: the product writes it (its first bytes, for the checks)
   size_t workspace_bytes = 0;
+  // cuBLASLt's K splits (CUBLASLT_ALGO_CONFIG_SPLITK_NUM): past 1, k in that many consecutive
+  // slices of ceil(k / splits), each summed from its first term, the slices' sums added in order
+  // (the algorithm's own order is not used).
+  int splits = 1;
 };
 
 constexpr int kGemmAlgos = 4;

@@ -194,6 +194,64 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
   EXPECT_THROW(Blas(BlasOptions{Precision::Fp32, size_t(32) << 20, -1}), std::invalid_argument);
 }
 
+// BlasOptions::split_k: the answer runs with K in that many splits (last_algorithm says so) and
+// still computes the product, bf16 operands too; more splits than K, or a workspace too small for
+// the splits' sums, is refused at the product's first use (std::out_of_range), as a rank past the
+// heuristic's answers is. On the emulator the splits sum in an order of their own: other bits.
+TEST(MatmulCuda, SplitKIsTakenOrRefused) {
+  GRPO_REQUIRE_DEVICE();
+  const int M = 300, N = 37, K = 150;  // over kFewRowsMax rows: cuBLASLt's product
+  const auto X = random_floats(size_t(M) * K, std::random_device{}()), W = random_floats(size_t(N) * K, 44);
+  std::vector<Bf16> X16(X.size()), W16(W.size());
+  to_bf16_host(X.data(), X16.data(), X.size());
+  to_bf16_host(W.data(), W16.data(), W.size());
+  std::vector<float> want(size_t(M) * N), want16(want.size());
+  linear_forward_host(X.data(), W.data(), nullptr, want.data(), M, N, K);
+  linear_forward_bf16_host(X16.data(), W16.data(), nullptr, want16.data(), M, N, K);
+  DeviceBuffer<float> dX(X), dW(W);
+  DeviceBuffer<Bf16> dX16(X16), dW16(W16);
+  const auto run = [&](int splits, size_t workspace, bool bf16, int* taken = nullptr) {
+    BlasOptions o(Precision::Fp32, workspace);
+    o.split_k = splits;
+    Blas blas(o);
+    DeviceBuffer<float> dY(poisoned(want.size()));
+    if (bf16)
+      linear_forward_bf16_cuda(blas, dX16.get(), dW16.get(), nullptr, dY.get(), M, N, K, nullptr);
+    else
+      linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
+    if (taken) *taken = blas.last_algorithm().split_k;
+    return dY.download();
+  };
+  for (bool bf16 : {false, true}) {
+    const std::vector<float> whole = run(0, size_t(32) << 20, bf16);
+    for (int splits : {1, 2, 3, 7}) {
+      SCOPED_TRACE(::testing::Message() << splits << " splits, bf16 " << bf16);
+      int taken = 0;
+      const std::vector<float> got = run(splits, size_t(32) << 20, bf16, &taken);
+      EXPECT_EQ(taken, splits);
+      EXPECT_LE(rel_l2(got, bf16 ? want16 : want), 1e-5);
+#if defined(GRPO_SIMT)
+      if (splits > 1) {
+        EXPECT_NE(std::memcmp(got.data(), whole.data(), got.size() * sizeof(float)), 0) << "the splits' own order";
+      }
+#endif
+    }
+  }
+  // What a real cuBLASLt refuses is its own: there such a product is refused or computed; the
+  // emulator's model refuses both.
+  for (const auto& [splits, workspace] : {std::pair<int, size_t>{K + 1, size_t(32) << 20}, {4, 0}}) {
+    SCOPED_TRACE(::testing::Message() << splits << " splits of " << K << ", " << workspace << " bytes of workspace");
+    try {
+      EXPECT_LE(rel_l2(run(splits, workspace, false), want), 1e-5);
+#if defined(GRPO_SIMT)
+      ADD_FAILURE() << "the model refuses more splits than K, and splits without workspace";
+#endif
+    } catch (const std::out_of_range& e) {
+      EXPECT_NE(std::string(e.what()).find("splits of K"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // BlasOptions::ranks (a tuning file's answers, engine/cuda/gemm_tuning.h): the product it names
 // takes its answer, the others the heuristic_rank, and time_ranks names each product run with a
 // time for each answer. On the emulator a rank's algorithm sums in its own order, so there the

@@ -307,7 +307,8 @@ class Report(unittest.TestCase):
             kit.data["gemm_algos"] = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "M": 544,
                                        "H": 2048, "answers": [{"us": 12.0, "algo_id": 21, "tile_id": 3, "split_k": 1},
                                                               {"us": 9.0, "algo_id": 66, "tile_id": 18, "split_k": 2}],
-                                       "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2}]
+                                       "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2,
+                                       "splits": [{"split": 2, "us": 7.5}, {"split": 3, "us": None}]}]
             kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25},
                                                "reference": {"eager": 160.0}}
             kit.data["rollout_phases"] = {"small": {"graph, cluster kernel": {
@@ -328,7 +329,8 @@ class Report(unittest.TestCase):
         self.assertIn("| beta \\| gamma | FAIL | 2 things |", table)
         self.assertIn("| delta | not run | dry run |", table)
         self.assertIn("FAILED x", md)
-        self.assertIn("| bf16 | forward | reference rollout | 544x2048 | 12.0 | 9.0 | 1 | 1.33x | 506 | 66, 18, 2 |", md)
+        self.assertIn("| bf16 | forward | reference rollout | 544x2048 | 12.0 | 9.0 | 1 | 1.33x | 506 | 66, 18, 2 | "
+                      "7.5 (2) |", md)
         self.assertIn("goals, the fastest allowed variant against each: small 100.0 epochs/s (graph BF16) of 1000.", md)
         # The rollout per preset, a mode one preset lacks shown as "-".
         self.assertIn("| mode | small | reference |", md)

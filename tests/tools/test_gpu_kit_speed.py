@@ -178,6 +178,19 @@ class BenchSurvey(unittest.TestCase):
                                           "reference rollout, rank 3 1.50x faster")
         self.assertEqual(data, rows)
 
+    def test_names_the_product_that_splitting_k_serves_best(self):
+        answers = [{"us": 12.0, "algo_id": 0, "tile_id": 0, "split_k": 1}]
+        rows = [{"precision": "bf16", "op": "forward", "case": "reference rollout", "M": 544, "H": 2048,
+                 "first_us": 12.0, "best_us": 12.0, "best_rank": 0, "tflops_best": 380.0, "answers": answers,
+                 "splits": [{"split": 2, "us": 8.0}, {"split": 3, "us": 6.0}, {"split": 4, "us": None}]},
+                {"precision": "bf16", "op": "forward", "case": "reference loss", "M": 54400, "H": 2048,
+                 "first_us": 600.0, "best_us": 600.0, "best_rank": 0, "tflops_best": 760.0, "answers": answers,
+                 "splits": [{"split": 2, "us": 650.0}]}]
+        check, _ = self.survey(json.dumps({"rows": rows}))
+        self.assertEqual(check["status"], "pass", check["figure"])
+        self.assertTrue(check["figure"].endswith("; K split, at best: bf16 forward reference rollout in 3 splits "
+                                                 "0.50x rank 0's time"), check["figure"])
+
     def test_a_malformed_document_fails(self):
         check, data = self.survey(json.dumps({"rows": [{"precision": "bf16"}]}))
         self.assertEqual(check["status"], "fail")

@@ -116,14 +116,16 @@ def markdown(doc):
     if algos:
         lines += ["", "## cuBLASLt's heuristic answers per product (events, L2 flushed, median; rank 0 is the "
                   "engine's)", "", "| precision | op | case | rows x H | rank 0 us | best us | best rank | gain | "
-                  "TFLOP/s (best) | best's algorithm: id, tile, K splits |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "TFLOP/s (best) | best's algorithm: id, tile, K splits | rank 0 with K split: us (splits) |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for r in algos:
             a = r["answers"][r["best_rank"]]
-            lines.append("| %s | %s | %s | %dx%d | %.1f | %.1f | %d | %.2fx | %.0f | %s, %s, %s |" % (
+            taken = [x for x in r.get("splits", []) if x["us"] is not None]
+            split = "; ".join("%.1f (%d)" % (x["us"], x["split"]) for x in taken) or "-"
+            lines.append("| %s | %s | %s | %dx%d | %.1f | %.1f | %d | %.2fx | %.0f | %s, %s, %s | %s |" % (
                 r["precision"], r["op"], r["case"], r["M"], r["H"], r["first_us"], r["best_us"], r["best_rank"],
                 r["first_us"] / r["best_us"] if r["best_us"] else 1.0, r["tflops_best"], a["algo_id"],
-                a.get("tile_id"), a.get("split_k")))
+                a.get("tile_id"), a.get("split_k"), split))
     for p, rows in (doc.get("cuda_breakdown") or {}).items():
         total = sum(r["s"] for r in rows) or 1.0
         lines += ["", "## Where an eager %s epoch goes (events around each op, launch waits included)" % p, "",
