@@ -4,11 +4,14 @@
 // product, the answer it takes and what that saves.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -29,6 +32,7 @@ struct TuneState {
   TrainFlags flags;
   std::string write;
   int ranks = 8;
+  std::vector<int> splits = {2, 3, 4, 6, 8};  // of K, with the first answer
   int repeats = 10;
   double min_gain = 0.03;
 };
@@ -59,9 +63,13 @@ int run_tune(CLI::App& app, const TuneState& st) {
   std::string why;
   if (!cuda_device_available(&why)) throw UsageError("grpo tune-gemm needs a GPU: " + why);
 #if defined(GRPO_HAVE_CUDA)
-  const std::string text = tune_gemm(c, st.ranks, st.repeats, st.min_gain, [&st] {
-    std::fprintf(stderr, "grpo tune-gemm: one epoch, then each cuBLASLt product at %d answers, %d timed calls each\n",
-                 st.ranks, st.repeats);
+  std::vector<int> splits = st.splits;
+  splits.erase(std::remove(splits.begin(), splits.end(), 0), splits.end());
+  const std::string text = tune_gemm(c, st.ranks, splits, st.repeats, st.min_gain, [&st, &splits] {
+    std::fprintf(stderr,
+                 "grpo tune-gemm: one epoch, then each cuBLASLt product at %d answers and the first with K in %zu "
+                 "ways of splitting it, %d timed calls each\n",
+                 st.ranks, splits.size(), st.repeats);
   });
   write_file_atomic(st.write, text);
   const nlohmann::json j = nlohmann::json::parse(text);
@@ -70,12 +78,16 @@ int run_tune(CLI::App& app, const TuneState& st) {
   int retuned = 0;
   for (const nlohmann::json& p : j["products"]) {
     const auto& s = p["shape"];
-    const int rank = p["rank"].get<int>();
-    const auto us = [&p](int r) { return p["us"][size_t(r)].is_number() ? p["us"][size_t(r)].get<double>() : NAN; };
-    std::printf("product            %s%s %dx%dx%d%s: rank %d, %.1f us (rank 0: %.1f us)\n", s[0].get<int>() ? "T" : "N",
-                s[1].get<int>() ? "T" : "N", s[2].get<int>(), s[3].get<int>(), s[4].get<int>(),
-                s[11].get<int>() ? " bf16" : "", rank, us(rank), us(0));
-    retuned += rank != 0;
+    const int rank = p["rank"].get<int>(), split = p["split"].get<int>();
+    const auto us = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : NAN; };
+    double taken = us(p["us"][size_t(rank)]);
+    for (size_t i = 0; split > 0 && i < p["splits"].size(); ++i)
+      if (p["splits"][i].get<int>() == split) taken = us(p["split_us"][i]);
+    std::printf("product            %s%s %dx%dx%d%s: rank %d%s, %.1f us (rank 0: %.1f us)\n",
+                s[0].get<int>() ? "T" : "N", s[1].get<int>() ? "T" : "N", s[2].get<int>(), s[3].get<int>(),
+                s[4].get<int>(), s[11].get<int>() ? " bf16" : "", rank,
+                split > 0 ? (", K in " + std::to_string(split) + " splits").c_str() : "", taken, us(p["us"][0]));
+    retuned += rank != 0 || split != 0;
   }
   std::printf(
       "wrote              %s: %zu products, %d take another answer than the heuristic's first (at least "
@@ -95,6 +107,10 @@ Command add_tune_gemm_command(CLI::App& app) {
   sub->add_option("--write", st->write, "the tuning file to write (for grpo train --gemm-tuning)")->required();
   sub->add_option("--ranks", st->ranks, "the heuristic's first answers to time per product")
       ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  sub->add_option("--splits", st->splits, "splits of K tried with the first answer (comma-separated; none: --splits 0)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 64))
       ->capture_default_str();
   sub->add_option("--repeats", st->repeats, "timed calls per answer (the median counts)")
       ->check(CLI::Range(1, 1000))

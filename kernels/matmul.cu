@@ -8,6 +8,7 @@
 //   dX = dY W    ->  dX^T[K,M] = W^T[K,N] dY^T[N,M]        gemm(N, N, K, M, N, W, K, dY, N, dX, K)
 //   dW = dY^T X  ->  dW^T[K,N] = X^T[K,M] (dY^T)^T[M,N]    gemm(N, T, K, N, M, X, K, dY, N, dW, K)
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <limits>
@@ -24,8 +25,10 @@ namespace grpo {
 
 Blas::Blas(BlasOptions options) : options_(options) {
   if (options_.heuristic_rank < 0) throw std::invalid_argument("Blas: heuristic_rank must be at least 0");
-  for (const auto& [shape, rank] : options_.ranks)
-    if (rank < 0) throw std::invalid_argument("Blas: a tuned rank must be at least 0");
+  if (options_.split_k < 0) throw std::invalid_argument("Blas: split_k must be at least 0");
+  for (const auto& [shape, answer] : options_.answers)
+    if (answer.rank < 0 || answer.split < 0)
+      throw std::invalid_argument("Blas: a tuned answer's rank and split must be at least 0");
   CUBLAS_CHECK(cublasLtCreate(&handle_));
   try {
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref_));
@@ -60,10 +63,10 @@ Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capturing));
   if (capturing != cudaStreamCaptureStatusNone)
     throw CudaError("Blas: first use of a GEMM shape inside a stream capture; run every shape eagerly first");
-  const auto tuned = options_.ranks.find(s);
-  if (tuned != options_.ranks.end()) {
+  const auto tuned = options_.answers.find(s);
+  if (tuned != options_.answers.end()) {
     try {
-      return plans_.emplace(s, make_plan(s, tuned->second)).first->second;
+      return plans_.emplace(s, make_plan(s, tuned->second.rank, tuned->second.split)).first->second;
     } catch (const std::out_of_range& e) {
       // A tuning file names answers the heuristic gave on this device and cuBLASLt version.
       // Should it give fewer now, the product takes the first rather than end the run: the same
@@ -71,10 +74,10 @@ Blas::Plan& Blas::plan(const Shape& s, cudaStream_t stream) {
       std::fprintf(stderr, "grpo: warning: %s, the tuned answer: taking the first\n", e.what());
     }
   }
-  return plans_.emplace(s, make_plan(s, options_.heuristic_rank)).first->second;
+  return plans_.emplace(s, make_plan(s, options_.heuristic_rank, options_.split_k)).first->second;
 }
 
-Blas::Plan Blas::make_plan(const Shape& s, int rank) {
+Blas::Plan Blas::make_plan(const Shape& s, int rank, int splits) {
   const auto [ta, tb, m, n, k, lda, ldb, ldc, align_a, align_b, align_c, bf16] = s;
   // bf16 operands sum in plain fp32 (CUBLAS_COMPUTE_32F is cuBLASLt's compute type for bf16 A
   // and B with an fp32 C); fp32 operands in TF32 only when asked.
@@ -120,7 +123,7 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank) {
       throw std::out_of_range("cuBLASLt's heuristic returned " + std::to_string(usable) + " usable answers" + what +
                               ", none at rank " + std::to_string(rank));
     p.algo = answers[size_t(rank)].algo;
-    if (options_.split_k > 0) split(p, what);
+    if (splits > 0) split(p, splits, what);
   } catch (...) {
     destroy_plan(p);
     throw;
@@ -128,9 +131,9 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank) {
   return p;
 }
 
-void Blas::split(Plan& p, const std::string& what) {
-  const int32_t splits = options_.split_k;
-  CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof splits));
+void Blas::split(Plan& p, int splits, const std::string& what) {
+  const int32_t k = splits;
+  CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &k, sizeof k));
   const uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
                               CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE};
   for (const uint32_t scheme : splits > 1 ? std::vector<uint32_t>(std::begin(schemes), std::end(schemes))
@@ -183,26 +186,31 @@ void Blas::run(const Shape& s, const void* A, const void* B, float* C, bool accu
                               options_.workspace_bytes, stream));
 }
 
-std::vector<Blas::RankTimes> Blas::time_ranks(int ranks, int repeats, cudaStream_t stream) {
+std::vector<Blas::RankTimes> Blas::time_ranks(int ranks, int repeats, cudaStream_t stream,
+                                              const std::vector<int>& splits) {
   if (ranks < 1 || repeats < 1) throw std::invalid_argument("Blas::time_ranks: needs at least one rank and repeat");
+  for (int k : splits)
+    if (k < 1) throw std::invalid_argument("Blas::time_ranks: a split of K must be at least 1");
   int dev = 0, l2 = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   const size_t flush_bytes = std::max<size_t>(2 * size_t(l2), 1 << 20);  // twice L2: none of the operands stays
   const cuda::DeviceArray<std::byte> flush = cuda::device_array<std::byte>(flush_bytes);
   const cuda::Event start = cuda::make_event(cudaEventDefault), stop = cuda::make_event(cudaEventDefault);
+  constexpr float kNone = std::numeric_limits<float>::quiet_NaN();
   std::vector<RankTimes> out;
   for (const auto& entry : plans_) {  // not a structured binding: the lambda below captures them
     const Shape& s = entry.first;
     const Plan& used = entry.second;
     if (!used.last_c) continue;
-    RankTimes times{s, std::vector<float>(size_t(ranks), std::numeric_limits<float>::quiet_NaN())};
-    for (int r = 0; r < ranks; ++r) {
+    // The median microseconds of the product's last call with the answer of rank r, K in k
+    // splits (k > 0); NaN where the heuristic has no such rank or the answer takes no such split.
+    const auto time = [&](int r, int k) {
       Plan p;
       try {
-        p = make_plan(s, r);
+        p = make_plan(s, r, k);
       } catch (const std::out_of_range&) {
-        break;  // the heuristic has no more answers
+        return kNone;
       }
       try {
         const float one = 1.f, beta = used.last_accumulate ? 1.f : 0.f;
@@ -222,13 +230,17 @@ std::vector<Blas::RankTimes> Blas::time_ranks(int ranks, int repeats, cudaStream
           CUDA_CHECK(cudaEventElapsedTime(&m, start.get(), stop.get()));
         }
         std::nth_element(ms.begin(), ms.begin() + long(ms.size() / 2), ms.end());
-        times.us[size_t(r)] = 1000.f * ms[ms.size() / 2];
+        destroy_plan(p);
+        return 1000.f * ms[ms.size() / 2];
       } catch (...) {
         destroy_plan(p);
         throw;
       }
-      destroy_plan(p);
-    }
+    };
+    RankTimes times{s, std::vector<float>(size_t(ranks), kNone), splits, std::vector<float>(splits.size(), kNone)};
+    for (int r = 0; r < ranks; ++r)
+      if (std::isnan(times.us[size_t(r)] = time(r, 0))) break;  // the heuristic has no more answers
+    for (size_t i = 0; i < splits.size(); ++i) times.split_us[i] = time(0, splits[i]);
     out.push_back(std::move(times));
   }
   return out;

@@ -53,6 +53,13 @@ void check_linear_shape(int M, int N, int K, const char* op);
 // A and B may), and whether A and B are bf16.
 using GemmShape = std::array<int, 12>;
 
+// One product's choice among cuBLASLt's answers: the heuristic's of rank `rank`, with K in
+// `split` splits (0: the answer's own; Blas::split).
+struct GemmAnswer {
+  int rank = 0, split = 0;
+  bool operator==(const GemmAnswer& o) const { return rank == o.rank && split == o.split; }
+};
+
 struct BlasOptions {
   BlasOptions() = default;
   explicit BlasOptions(Precision p, size_t workspace = size_t(32) << 20, int rank = 0)
@@ -65,11 +72,12 @@ struct BlasOptions {
   // bench_gemm_algos_cuda times the others to measure what the first leaves on the table. A rank
   // the heuristic does not reach throws std::out_of_range at the shape's first use.
   int heuristic_rank = 0;
-  // Per product, the answer to take instead of heuristic_rank: a tuning file's choices
-  // (engine/cuda/gemm_tuning.h), timed on one device and cuBLASLt version and valid on those. An
-  // answer the heuristic does not reach gives the product heuristic_rank's, with a warning on
-  // stderr (it does not throw, as heuristic_rank does).
-  std::map<GemmShape, int> ranks;
+  // Per product, the answer to take instead of heuristic_rank and split_k: a tuning file's
+  // choices (engine/cuda/gemm_tuning.h), timed on one device and cuBLASLt version and valid on
+  // those. An answer the heuristic does not reach, or that does not take its split, gives the
+  // product heuristic_rank's and split_k's, with a warning on stderr (it does not throw, as
+  // heuristic_rank does).
+  std::map<GemmShape, GemmAnswer> answers;
   // > 0: every product's answer run with K in this many splits (CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
   // with the first reduction scheme cuBLASLt's check accepts: in place, then in the compute type,
   // then in the output type, each a fixed order); a product whose answer does not take it, or
@@ -117,11 +125,15 @@ class Blas {
   // each call, the median of `repeats`): us[r] in microseconds, NaN past the answers the
   // heuristic has. The products overwrite (or, where they accumulate, add to) their outputs
   // again and again: what the caller computed there is gone. Eager only; for `grpo tune-gemm`.
+  // With `splits`, rank 0's answer is also timed with K in splits[i] splits: split_us[i], NaN
+  // where the answer does not take them.
   struct RankTimes {
     GemmShape shape;
     std::vector<float> us;
+    std::vector<int> splits = {};
+    std::vector<float> split_us = {};
   };
-  std::vector<RankTimes> time_ranks(int ranks, int repeats, cudaStream_t stream);
+  std::vector<RankTimes> time_ranks(int ranks, int repeats, cudaStream_t stream, const std::vector<int>& splits = {});
 
  private:
   using Shape = GemmShape;
@@ -139,9 +151,10 @@ class Blas {
   // The descriptors of shape s with the heuristic's answer of rank `rank` >= 0 (the constructor
   // checks every rank it is given; std::out_of_range where the heuristic has none); the caller
   // destroys them (destroy_plan).
-  Plan make_plan(const Shape& s, int rank);
-  // p's answer with options_.split_k splits of K (BlasOptions::split_k); `what` names the product.
-  void split(Plan& p, const std::string& what);
+  // The answer of rank `rank`, with K in `splits` splits where splits > 0.
+  Plan make_plan(const Shape& s, int rank, int splits);
+  // p's answer with K in `splits` splits (BlasOptions::split_k); `what` names the product.
+  void split(Plan& p, int splits, const std::string& what);
   static void destroy_plan(Plan& p);
 
   BlasOptions options_;

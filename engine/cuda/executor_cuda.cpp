@@ -35,7 +35,7 @@ class CudaExecutor final : public Executor {
   explicit CudaExecutor(const TrainConfig& c)
       : cfg_(c), layout_(c.hidden_size, c.obs_dim()), arena_bytes_(ArenaLayout(c).total) {
     // A tuning file that cannot hold is refused before anything is allocated.
-    std::map<GemmShape, int> tuned;
+    std::map<GemmShape, GemmAnswer> tuned;
     if (!c.gemm_tuning.empty()) tuned = read_gemm_tuning(c.gemm_tuning, this_gemm_device(), c.precision);
     // Refuse a configuration that cannot fit before allocating anything.
     const size_t slab_bytes = 4 * layout_.total * sizeof(float);
@@ -54,7 +54,7 @@ class CudaExecutor final : public Executor {
     std::memset(pinned_ring_.get(), 0, kMetricsRing * sizeof(TrainScalars));
     for (auto& e : events_) e = cuda::make_event(cudaEventDisableTiming);
     BlasOptions blas{c.precision};
-    blas.ranks = std::move(tuned);
+    blas.answers = std::move(tuned);
     blas_ = std::make_unique<Blas>(blas);
     ops_ = std::make_unique<CudaOps>(c.game, c.batch_size, *blas_, stream());
     ops_->set_rollout_loop(c.rollout_loop);
@@ -67,8 +67,8 @@ class CudaExecutor final : public Executor {
 
   // tune_gemm (engine/cuda/gemm_tuning.h): the products this executor's epochs have sent to
   // cuBLASLt, timed at other answers on their last operands.
-  std::vector<Blas::RankTimes> time_gemm_ranks(int ranks, int repeats) {
-    return blas_->time_ranks(ranks, repeats, stream());
+  std::vector<Blas::RankTimes> time_gemm_ranks(int ranks, const std::vector<int>& splits, int repeats) {
+    return blas_->time_ranks(ranks, repeats, stream(), splits);
   }
 
   std::string describe() const override {
@@ -268,7 +268,7 @@ class CudaExecutor final : public Executor {
 
 std::unique_ptr<Executor> make_cuda_executor(const TrainConfig& c) { return std::make_unique<CudaExecutor>(c); }
 
-std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_gain,
+std::string tune_gemm(const TrainConfig& c, int ranks, const std::vector<int>& splits, int repeats, double min_gain,
                       const std::function<void()>& started) {
   TrainConfig e = c;
   e.backend = Backend::Cuda;
@@ -279,7 +279,7 @@ std::string tune_gemm(const TrainConfig& c, int ranks, int repeats, double min_g
   ex.set_state(initial_state(e));
   ex.launch_epoch();
   ex.wait_metrics(0);
-  return gemm_tuning_json(this_gemm_device(), e.precision, ex.time_gemm_ranks(ranks, repeats), min_gain);
+  return gemm_tuning_json(this_gemm_device(), e.precision, ex.time_gemm_ranks(ranks, splits, repeats), min_gain);
 }
 
 }  // namespace grpo

@@ -15,8 +15,9 @@ namespace grpo {
 
 namespace {
 
-constexpr int kFormat = 1;
+constexpr int kFormat = 2;                         // 1: before K splits (read still, with none)
 constexpr int kMaxRank = 64;                       // cuBLASLt returns a handful of answers; a file asks for fewer
+constexpr int kMaxSplit = 64;                      // K split more ways than this buys nothing
 constexpr size_t kMaxFileBytes = size_t(1) << 20;  // a configuration sends a few dozen products
 const char* const kShapeFields[] = {"ta",  "tb",  "m",       "n",       "k",       "lda",
                                     "ldb", "ldc", "align_a", "align_b", "align_c", "bf16"};
@@ -34,14 +35,31 @@ GemmDevice this_gemm_device() {
 std::string gemm_tuning_json(const GemmDevice& device, Precision precision, const std::vector<Blas::RankTimes>& times,
                              double min_gain) {
   nlohmann::json products = nlohmann::json::array();
+  const auto rounded = [](float v) {
+    return std::isfinite(v) ? nlohmann::json(std::round(double(v) * 100) / 100) : nullptr;
+  };
   for (const Blas::RankTimes& t : times) {
-    int best = 0;
-    for (size_t r = 1; r < t.us.size(); ++r)
-      if (std::isfinite(t.us[r]) && t.us[r] < t.us[size_t(best)]) best = int(r);
-    const bool wins = !t.us.empty() && std::isfinite(t.us[0]) && t.us[size_t(best)] <= t.us[0] * (1.0 - min_gain);
-    nlohmann::json us = nlohmann::json::array();
-    for (float v : t.us) us.push_back(std::isfinite(v) ? nlohmann::json(std::round(double(v) * 100) / 100) : nullptr);
-    products.push_back({{"shape", t.shape}, {"rank", wins ? best : 0}, {"us", us}});
+    // The fastest of the ranks, then of rank 0's splits; NaN (not taken) never wins.
+    GemmAnswer best;
+    float best_us = t.us.empty() ? NAN : t.us[0];
+    const auto consider = [&](float v, GemmAnswer a) {
+      if (std::isfinite(v) && !(v >= best_us)) best_us = v, best = a;
+    };
+    for (size_t r = 1; r < t.us.size(); ++r) consider(t.us[r], GemmAnswer{int(r), 0});
+    for (size_t i = 0; i < t.split_us.size() && i < t.splits.size(); ++i)
+      consider(t.split_us[i], GemmAnswer{0, t.splits[i]});
+    const bool wins = !t.us.empty() && std::isfinite(t.us[0]) && best_us <= t.us[0] * (1.0 - min_gain);
+    if (!wins) best = GemmAnswer{};
+    nlohmann::json us = nlohmann::json::array(), splits = nlohmann::json::array(), split_us = nlohmann::json::array();
+    for (float v : t.us) us.push_back(rounded(v));
+    for (size_t i = 0; i < t.split_us.size() && i < t.splits.size(); ++i)
+      splits.push_back(t.splits[i]), split_us.push_back(rounded(t.split_us[i]));
+    products.push_back({{"shape", t.shape},
+                        {"rank", best.rank},
+                        {"split", best.split},
+                        {"us", us},
+                        {"splits", splits},
+                        {"split_us", split_us}});
   }
   const nlohmann::ordered_json head = {
       {"grpo_gemm_tuning", kFormat},
@@ -59,7 +77,8 @@ std::string gemm_tuning_json(const GemmDevice& device, Precision precision, cons
   return text;
 }
 
-std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDevice& device, Precision precision) {
+std::map<GemmShape, GemmAnswer> read_gemm_tuning(const std::string& path, const GemmDevice& device,
+                                                 Precision precision) {
   const auto bad = [&path](const std::string& what) { return UsageError("--gemm-tuning " + path + ": " + what); };
   std::ifstream in(path, std::ios::binary);
   if (!in) throw bad("cannot be read");
@@ -81,8 +100,8 @@ std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDev
   }
   if (!j.is_object() || !j.contains("grpo_gemm_tuning")) throw bad("not a tuning file (grpo tune-gemm writes them)");
   const auto& format = j["grpo_gemm_tuning"];
-  if (!format.is_number_integer() || format.get<long long>() != kFormat)
-    throw bad("format " + json_excerpt(format) + ", where this build reads " + std::to_string(kFormat));
+  if (!format.is_number_integer() || format.get<long long>() < 1 || format.get<long long>() > kFormat)
+    throw bad("format " + json_excerpt(format) + ", where this build reads 1 to " + std::to_string(kFormat));
   const auto field = [&](const char* name) -> const nlohmann::json& {
     const auto it = j.find(name);
     if (it == j.end()) throw bad(std::string("no \"") + name + "\"");
@@ -100,7 +119,7 @@ std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDev
     throw bad("tuned for --precision " + json_excerpt(tuned_for) + ", and this run is --precision " +
               precision_name(precision) + " (another question to cuBLASLt's heuristic, another list of answers)");
   if (!products.is_array()) throw bad("\"products\" is not a list");
-  std::map<GemmShape, int> ranks;
+  std::map<GemmShape, GemmAnswer> answers;
   for (size_t i = 0; i < products.size(); ++i) {
     const nlohmann::json& p = products[i];
     const std::string at = "product " + std::to_string(i);
@@ -121,9 +140,16 @@ std::map<GemmShape, int> read_gemm_tuning(const std::string& path, const GemmDev
     if (!rank.is_number_integer() || rank.get<long long>() < 0 || rank.get<long long>() >= kMaxRank)
       throw bad(at + ": \"rank\" is " + json_excerpt(rank) + ", not an integer from 0 to " +
                 std::to_string(kMaxRank - 1));
-    if (!ranks.emplace(s, int(rank.get<long long>())).second) throw bad(at + " repeats an earlier product's shape");
+    GemmAnswer a{int(rank.get<long long>()), 0};
+    if (const auto split = p.find("split"); split != p.end()) {
+      if (!split->is_number_integer() || split->get<long long>() < 0 || split->get<long long>() > kMaxSplit)
+        throw bad(at + ": \"split\" is " + json_excerpt(*split) + ", not an integer from 0 to " +
+                  std::to_string(kMaxSplit));
+      a.split = int(split->get<long long>());
+    }
+    if (!answers.emplace(s, a).second) throw bad(at + " repeats an earlier product's shape");
   }
-  return ranks;
+  return answers;
 }
 
 }  // namespace grpo

@@ -51,23 +51,36 @@ GemmShape shape(int m, int n, int k, bool bf16) { return {0, 1, m, n, k, m, n, m
 TEST(GemmTuning, TakesTheFastestAnswerPastTheMarginAndReadsItBack) {
   Scratch s;
   const std::vector<Blas::RankTimes> times = {
-      {shape(64, 32, 16, false), {100.f, 120.f, 89.f, 95.f}},  // rank 2, 11% faster
-      {shape(64, 48, 16, true), {100.f, 98.f, 99.f}},          // 2% faster: under the 3% margin, rank 0
-      {shape(8, 32, 16, false), {50.f, kNone, kNone}},         // one answer only
-      {shape(8, 48, 16, true), {kNone, 10.f}},                 // rank 0 not timed: keep it
+      {shape(64, 32, 16, false), {100.f, 120.f, 89.f, 95.f}, {2, 3}, {95.f, 91.f}},  // rank 2, 11% faster
+      {shape(64, 48, 16, true), {100.f, 98.f, 99.f}},       // 2% faster: under the 3% margin, rank 0
+      {shape(8, 32, 16, false), {50.f, kNone, kNone}},      // one answer only
+      {shape(8, 48, 16, true), {kNone, 10.f}, {2}, {5.f}},  // rank 0 not timed: keep it
+      {shape(544, 64, 64, true), {13.f, 13.1f}, {2, 3, 4}, {9.f, 7.f, kNone}},  // rank 0 in 3 splits
   };
   const std::string text = gemm_tuning_json(kDevice, Precision::Bf16, times, 0.03);
   const nlohmann::json j = nlohmann::json::parse(text);
   EXPECT_EQ(j["device"], "Test GPU");
+  EXPECT_EQ(j["grpo_gemm_tuning"], 2);
   EXPECT_TRUE(j["products"][2]["us"][1].is_null()) << "an answer the heuristic lacks is no time";
-  const std::map<GemmShape, int> want = {
-      {times[0].shape, 2}, {times[1].shape, 0}, {times[2].shape, 0}, {times[3].shape, 0}};
+  EXPECT_TRUE(j["products"][4]["split_us"][2].is_null()) << "a split the answer does not take is no time";
+  EXPECT_EQ(j["products"][4]["splits"], nlohmann::json::array({2, 3, 4}));
+  const std::map<GemmShape, GemmAnswer> want = {{times[0].shape, {2, 0}},
+                                                {times[1].shape, {0, 0}},
+                                                {times[2].shape, {0, 0}},
+                                                {times[3].shape, {0, 0}},
+                                                {times[4].shape, {0, 3}}};
   EXPECT_EQ(read_gemm_tuning(s.write("t.json", text), kDevice, Precision::Bf16), want);
   // With no margin the 2% answer wins.
   EXPECT_EQ(read_gemm_tuning(s.write("t0.json", gemm_tuning_json(kDevice, Precision::Bf16, times, 0.0)), kDevice,
                              Precision::Bf16)
                 .at(times[1].shape),
-            1);
+            (GemmAnswer{1, 0}));
+  // A file from before splits (format 1, no "split") still reads: rank only.
+  nlohmann::json old = j;
+  old["grpo_gemm_tuning"] = 1;
+  for (auto& p : old["products"]) p.erase("split"), p.erase("splits"), p.erase("split_us");
+  EXPECT_EQ(read_gemm_tuning(s.write("v1.json", old.dump()), kDevice, Precision::Bf16).at(times[0].shape),
+            (GemmAnswer{2, 0}));
 }
 
 TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
@@ -90,7 +103,8 @@ TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
       {"not JSON", "{\"grpo_gemm_tuning\": 1,"},
       {"not a tuning file", "[1, 2, 3]"},
       {"not a tuning file", "{\"products\": []}"},
-      {"format", with("grpo_gemm_tuning", 2)},
+      {"format", with("grpo_gemm_tuning", 3)},
+      {"format", with("grpo_gemm_tuning", 0)},
       {"timed on \"Other GPU\"", with("device", "Other GPU")},
       {"with cuBLASLt 120000", with("cublaslt_version", 120000)},
       {"\"device\" is", with("device", 7)},
@@ -100,6 +114,9 @@ TEST(GemmTuning, RefusesWhatIsNotATuningFileForThisDevice) {
       {"\"rank\" is", product("rank", 64)},
       {"\"rank\" is", product("rank", -1)},
       {"\"rank\" is", product("rank", 1.5)},
+      {"\"split\" is", product("split", 65)},
+      {"\"split\" is", product("split", -2)},
+      {"\"split\" is", product("split", "3")},
       {"not 12 integers", product("shape", nlohmann::json::array({1, 2, 3}))},
       {"field m is", product("shape", nlohmann::json::array({0, 1, -5, 1, 1, 1, 1, 1, 16, 16, 16, 0}))},
       {"repeats an earlier", twice.dump()},
@@ -129,7 +146,7 @@ TEST(GemmTuning, RunsTakeTheFilesAnswersReproducibly) {
   GRPO_REQUIRE_DEVICE();
   Scratch s;
   TrainConfig c = tiny_config();  // hidden 20: the rollout's product too goes to cuBLASLt
-  const nlohmann::json tuned = nlohmann::json::parse(tune_gemm(c, 2, 1, 0.03));
+  const nlohmann::json tuned = nlohmann::json::parse(tune_gemm(c, 2, {2}, 1, 0.03));
   ASSERT_GE(tuned["products"].size(), 3u) << "the rollout's product and the loss pass's";
   const GemmDevice here = this_gemm_device();
   EXPECT_EQ(tuned["device"], here.name);
@@ -138,6 +155,8 @@ TEST(GemmTuning, RunsTakeTheFilesAnswersReproducibly) {
   for (auto& p : forced["products"]) {
     ASSERT_EQ(p["us"].size(), 2u);
     EXPECT_TRUE(p["us"][0].is_number()) << p.dump();
+    ASSERT_EQ(p["splits"], nlohmann::json::array({2}));
+    p["split"] = 0;
     if (p["us"][1].is_number()) p["rank"] = 1, ++second;
   }
 #if defined(GRPO_SIMT)

@@ -252,10 +252,11 @@ TEST(MatmulCuda, SplitKIsTakenOrRefused) {
   }
 }
 
-// BlasOptions::ranks (a tuning file's answers, engine/cuda/gemm_tuning.h): the product it names
-// takes its answer, the others the heuristic_rank, and time_ranks names each product run with a
-// time for each answer. On the emulator a rank's algorithm sums in its own order, so there the
-// tuned product must differ from rank 0's.
+// BlasOptions::answers (a tuning file's, engine/cuda/gemm_tuning.h): the product it names takes its
+// answer (a rank, or rank 0 with K split), the others the heuristic_rank, and time_ranks names
+// each product run with a time for each answer and each split asked. On the emulator a rank's
+// algorithm, and a split, sums in its own order, so there the tuned product must differ from
+// rank 0's.
 TEST(MatmulCuda, TunedRanksTakeTheirAnswerForTheirProductOnly) {
   GRPO_REQUIRE_DEVICE();
   const int M = 300, N = 37, K = 150;
@@ -274,19 +275,26 @@ TEST(MatmulCuda, TunedRanksTakeTheirAnswerForTheirProductOnly) {
   };
   Blas first;
   const auto [x0, w0] = run(first);
-  const std::vector<Blas::RankTimes> times = first.time_ranks(2, 1, nullptr);
+  const std::vector<Blas::RankTimes> times = first.time_ranks(2, 1, nullptr, {3, 100000});
   ASSERT_EQ(times.size(), 2u) << "two products ran";
   for (const Blas::RankTimes& t : times) {
     ASSERT_EQ(t.us.size(), 2u);
     EXPECT_TRUE(std::isfinite(t.us[0]) && t.us[0] >= 0.f) << t.us[0];
+    EXPECT_EQ(t.splits, (std::vector<int>{3, 100000}));
+    ASSERT_EQ(t.split_us.size(), 2u);
+    EXPECT_TRUE(std::isfinite(t.split_us[0]) && t.split_us[0] >= 0.f) << t.split_us[0];
+#if defined(GRPO_SIMT)
+    EXPECT_TRUE(std::isnan(t.split_us[1])) << "more splits than K: not taken, no time";
+#endif
   }
+  EXPECT_THROW(first.time_ranks(1, 1, nullptr, {0}), std::invalid_argument);
   // The input gradient's product: column-major dX^T [K, M] = W^T dY^T, m = K, n = M.
   const auto input = std::find_if(times.begin(), times.end(), [&](const Blas::RankTimes& t) {
     return t.shape[2] == K && t.shape[3] == M && t.shape[4] == N;
   });
   ASSERT_NE(input, times.end());
   BlasOptions tuned_options;
-  tuned_options.ranks[input->shape] = 1;
+  tuned_options.answers[input->shape] = GemmAnswer{1, 0};
   Blas tuned(tuned_options), second(BlasOptions{Precision::Fp32, size_t(32) << 20, 1});
   const auto [xt, wt] = run(tuned);
   const auto [x1, w1] = run(second);
@@ -295,13 +303,30 @@ TEST(MatmulCuda, TunedRanksTakeTheirAnswerForTheirProductOnly) {
 #if defined(GRPO_SIMT)
   EXPECT_NE(std::memcmp(xt.data(), x0.data(), xt.size() * sizeof(float)), 0) << "answer 1 summed as answer 0";
 #endif
-  // An answer the heuristic does not reach: the first, with a warning, not an error.
-  tuned_options.ranks[input->shape] = 40;
-  Blas unreachable(tuned_options);
-  const auto [xu, wu] = run(unreachable);
-  EXPECT_EQ(std::memcmp(xu.data(), x0.data(), xu.size() * sizeof(float)), 0) << "not answer 0's";
-  tuned_options.ranks[input->shape] = -1;
-  EXPECT_THROW((Blas(tuned_options)), std::invalid_argument);
+  // Rank 0 with K in 3 splits: the split's own sums, the other product untouched.
+  tuned_options.answers[input->shape] = GemmAnswer{0, 3};
+  BlasOptions split_options;
+  split_options.split_k = 3;
+  Blas tuned_split(tuned_options), split(split_options);
+  const auto [xs, ws] = run(tuned_split);
+  EXPECT_EQ(std::memcmp(xs.data(), run(split).first.data(), xs.size() * sizeof(float)), 0) << "not the 3 splits'";
+  EXPECT_EQ(std::memcmp(ws.data(), w0.data(), ws.size() * sizeof(float)), 0) << "an untuned product left answer 0";
+#if defined(GRPO_SIMT)
+  EXPECT_NE(std::memcmp(xs.data(), x0.data(), xs.size() * sizeof(float)), 0) << "the split summed as answer 0";
+#endif
+  // An answer the heuristic does not reach, or a split it does not take: the first, with a
+  // warning, not an error.
+  for (const GemmAnswer far : {GemmAnswer{40, 0}, GemmAnswer{0, 100000}}) {
+    tuned_options.answers[input->shape] = far;
+    Blas unreachable(tuned_options);
+    const auto [xu, wu] = run(unreachable);
+    EXPECT_EQ(std::memcmp(xu.data(), x0.data(), xu.size() * sizeof(float)), 0)
+        << "not answer 0's for rank " << far.rank << ", split " << far.split;
+  }
+  for (const GemmAnswer bad : {GemmAnswer{-1, 0}, GemmAnswer{0, -1}}) {
+    tuned_options.answers[input->shape] = bad;
+    EXPECT_THROW((Blas(tuned_options)), std::invalid_argument);
+  }
 }
 
 TEST(MatmulCuda, BiasGradMatchesHostAndRepeatsBitForBit) {
