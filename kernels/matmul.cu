@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <iterator>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -131,15 +130,23 @@ Blas::Plan Blas::make_plan(const Shape& s, int rank, int splits) {
   return p;
 }
 
+// Whatever status the library gives (an answer that cannot split K may refuse the setting
+// itself, not only the check), an answer that does not take the split is out of range, as an
+// absent rank is: a survey or a tuning run goes on to the next.
 void Blas::split(Plan& p, int splits, const std::string& what) {
   const int32_t k = splits;
-  CUBLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &k, sizeof k));
-  const uint32_t schemes[] = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
-                              CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE};
-  for (const uint32_t scheme : splits > 1 ? std::vector<uint32_t>(std::begin(schemes), std::end(schemes))
-                                          : std::vector<uint32_t>{CUBLASLT_REDUCTION_SCHEME_NONE}) {
-    CUBLAS_CHECK(
-        cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme));
+  // Past one split, the first reduction scheme the check takes (each a fixed order of the sums).
+  std::vector<uint32_t> schemes = {CUBLASLT_REDUCTION_SCHEME_NONE};
+  if (splits > 1)
+    schemes = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
+               CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE};
+  if (cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &k, sizeof k) !=
+      CUBLAS_STATUS_SUCCESS)
+    schemes.clear();
+  for (const uint32_t scheme : schemes) {
+    if (cublasLtMatmulAlgoConfigSetAttribute(&p.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &scheme, sizeof scheme) !=
+        CUBLAS_STATUS_SUCCESS)
+      continue;
     cublasLtMatmulHeuristicResult_t checked{};
     if (cublasLtMatmulAlgoCheck(handle_, p.desc, p.a, p.b, p.c, p.c, &p.algo, &checked) == CUBLAS_STATUS_SUCCESS &&
         checked.state == CUBLAS_STATUS_SUCCESS && checked.workspaceSize <= options_.workspace_bytes)
