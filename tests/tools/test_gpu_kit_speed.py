@@ -116,9 +116,10 @@ class GemmTuning(unittest.TestCase):
 import json, sys
 a = sys.argv
 assert a[1] == "tune-gemm" and "--preset" in a and "reference" in a and "bf16" in a
-products = [{"shape": [0] * 12, "rank": 3, "us": [10.0, 9.0, 8.5, 7.5]},
-            {"shape": [1] * 12, "rank": 0, "us": [5.0, 5.1]}]
-json.dump({"grpo_gemm_tuning": 1, "products": products}, open(a[a.index("--write") + 1], "w"))
+products = [{"shape": [0] * 12, "rank": 3, "split": 0, "us": [10.0, 9.0, 8.5, 7.5], "splits": [2], "split_us": [9.9]},
+            {"shape": [1] * 12, "rank": 0, "split": 0, "us": [5.0, 5.1], "splits": [2], "split_us": [5.2]},
+            {"shape": [2] * 12, "rank": 0, "split": 3, "us": [13.0, 13.1], "splits": [2, 3], "split_us": [9.0, 7.0]}]
+json.dump({"grpo_gemm_tuning": 2, "products": products}, open(a[a.index("--write") + 1], "w"))
 """
     BENCH = """\
 import json, sys
@@ -141,8 +142,8 @@ json.dump({"rows": [row]}, open(a[a.index("--json") + 1], "w"))
             with open(os.path.join(kit.tmp("bench"), "epoch-reference-graph-bf16-tuned.json.argv")) as f:
                 argv = f.read()
         self.assertEqual(tune["status"], "pass", tune["figure"])
-        self.assertEqual(tune["figure"], "2 products, 1 take another answer than the first, 2 us less a call of "
-                                         "each once")
+        self.assertEqual(tune["figure"], "3 products, 2 take another answer than the first (1 of them K split), "
+                                         "8 us less a call of each once")
         self.assertIn("--gemm-tuning " + path, argv)
         self.assertEqual(checks["bench_epoch reference graph BF16 tuned"]["status"], "pass")
         self.assertEqual(checks["bench_epoch small graph BF16 tuned"]["status"], "not run")

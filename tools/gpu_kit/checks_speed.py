@@ -133,8 +133,9 @@ def gemm_tuning(kit):
     """grpo tune-gemm for the reference preset in bf16 (the products of the issue's 250 epochs/s
     goal): each product its epoch sends to cuBLASLt timed at the heuristic's first 32 answers on this
     GPU (past the survey's 8: the H200 ran the 544-row rollout product at 355 TFLOP/s at best, under
-    half of bf16's rate, and none of its first 8 answers split K), and the tuning file that
-    bench_epoch's "graph BF16 tuned" variant takes."""
+    half of bf16's rate, and none of its first 8 answers split K) and at the first with K split
+    (tune-gemm's default splits; a format 1 file has none), and the tuning file that bench_epoch's
+    "graph BF16 tuned" variant takes."""
     name = "grpo tune-gemm (reference, bf16)"
     if not kit.have("grpo"):
         return kit.not_run(name, "the build failed")
@@ -147,13 +148,19 @@ def gemm_tuning(kit):
         return kit.from_result(name, res, "")
     try:
         products = _load(path)["products"]
-        retuned = [p for p in products if p["rank"] != 0]
-        saved = sum(p["us"][0] - p["us"][p["rank"]] for p in retuned)
+
+        def taken_us(p):  # the time of the answer the file takes: a rank's, or rank 0's split
+            split = p.get("split", 0)
+            return p["split_us"][p["splits"].index(split)] if split else p["us"][p["rank"]]
+        retuned = [p for p in products if p["rank"] != 0 or p.get("split", 0) != 0]
+        saved = sum(p["us"][0] - taken_us(p) for p in retuned)
+        split = [p for p in retuned if p.get("split", 0) != 0]
     except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
         return kit.record(name, "fail", "bad tuning file: %s" % e, res.seconds, res.log)
     kit.data["gemm_tuning"] = {"file": path, "products": products}
-    return kit.record(name, "pass", "%d products, %d take another answer than the first, %.0f us less a call "
-                      "of each once" % (len(products), len(retuned), saved), res.seconds, res.log)
+    return kit.record(name, "pass", "%d products, %d take another answer than the first (%d of them K split), "
+                      "%.0f us less a call of each once" % (len(products), len(retuned), len(split), saved),
+                      res.seconds, res.log)
 
 
 # Stands for the tuning file gemm_tuning wrote, in a variant's flags.
