@@ -27,6 +27,13 @@ struct Shape {
 // kernel has its own test, test_matmul_few_rows_cuda.cpp).
 const Shape kShapes[] = {{37, 23, 19}, {5, 3, 70}, {64, 128, 20}, {300, 40, 33}, {2, 1, 1}};
 
+// v rounded to bf16, element by element (the host's rounding).
+std::vector<Bf16> bf16_copy(const std::vector<float>& v) {
+  std::vector<Bf16> out(v.size());
+  to_bf16_host(v.data(), out.data(), v.size());
+  return out;
+}
+
 TEST(MatmulCuda, ForwardMatchesHostWithAndWithoutBias) {
   GRPO_REQUIRE_DEVICE();
   Blas blas;
@@ -85,13 +92,9 @@ TEST(MatmulCuda, Bf16OperandsOneElementOffTheirAllocation) {
   const int M = 300, N = 37, K = 21;  // over kFewRowsMax rows, so every product is cuBLASLt's
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  auto bf16 = [](const std::vector<float>& x) {
-    std::vector<Bf16> b(x.size());
-    to_bf16_host(x.data(), b.data(), x.size());
-    return b;
-  };
-  const auto X = bf16(random_floats(size_t(M) * K + 1, seed)), W = bf16(random_floats(size_t(N) * K + 1, seed + 1));
-  const auto dY = bf16(random_floats(size_t(M) * N + 1, seed + 2));
+  const auto X = bf16_copy(random_floats(size_t(M) * K + 1, seed));
+  const auto W = bf16_copy(random_floats(size_t(N) * K + 1, seed + 1));
+  const auto dY = bf16_copy(random_floats(size_t(M) * N + 1, seed + 2));
   DeviceBuffer<Bf16> dX(X), dW(W), ddY(dY);
   const Bf16 *x = dX.get() + 1, *w = dW.get() + 1, *dy = ddY.get() + 1;
 
@@ -131,6 +134,30 @@ TEST(MatmulCuda, Tf32IsAnOptionWithinItsTolerance) {
   EXPECT_FALSE(Blas().tf32());
 }
 
+// A forward product cuBLASLt takes (over kFewRowsMax rows), on fp32 operands and on their bf16
+// copies, with the host twins' results of each.
+struct ForwardCase {
+  static constexpr int M = 300, N = 37, K = 150;
+  std::vector<float> want, want16;
+  DeviceBuffer<float> dX, dW;
+  DeviceBuffer<Bf16> dX16, dW16;
+  ForwardCase(const std::vector<float>& X, const std::vector<float>& W)
+      : want(size_t(M) * N), want16(want.size()), dX(X), dW(W), dX16(bf16_copy(X)), dW16(bf16_copy(W)) {
+    const std::vector<Bf16> X16 = bf16_copy(X), W16 = bf16_copy(W);
+    linear_forward_host(X.data(), W.data(), nullptr, want.data(), M, N, K);
+    linear_forward_bf16_host(X16.data(), W16.data(), nullptr, want16.data(), M, N, K);
+  }
+  // X W^T through `blas` into poisoned memory, on the bf16 copies where bf16.
+  std::vector<float> run(Blas& blas, bool bf16) const {
+    DeviceBuffer<float> dY(poisoned(want.size()));
+    if (bf16)
+      linear_forward_bf16_cuda(blas, dX16.get(), dW16.get(), nullptr, dY.get(), M, N, K, nullptr);
+    else
+      linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
+    return dY.download();
+  }
+};
+
 // BlasOptions::heuristic_rank, which bench_gemm_algos_cuda surveys: every rank the heuristic
 // offers (up to 8 here) computes the product within fp32's tolerance, on fp32 and on bf16
 // operands, and the first rank past them throws std::out_of_range at the shape's first use. On the
@@ -138,16 +165,8 @@ TEST(MatmulCuda, Tf32IsAnOptionWithinItsTolerance) {
 // is honoured, not ignored.
 TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
   GRPO_REQUIRE_DEVICE();
-  const int M = 300, N = 37, K = 150;  // over kFewRowsMax rows: cuBLASLt's product
-  const auto X = random_floats(size_t(M) * K, 41), W = random_floats(size_t(N) * K, 42);
-  std::vector<Bf16> X16(X.size()), W16(W.size());
-  to_bf16_host(X.data(), X16.data(), X.size());
-  to_bf16_host(W.data(), W16.data(), W.size());
-  std::vector<float> want(size_t(M) * N), want16(want.size());
-  linear_forward_host(X.data(), W.data(), nullptr, want.data(), M, N, K);
-  linear_forward_bf16_host(X16.data(), W16.data(), nullptr, want16.data(), M, N, K);
-  DeviceBuffer<float> dX(X), dW(W);
-  DeviceBuffer<Bf16> dX16(X16), dW16(W16);
+  using F = ForwardCase;
+  const F f(random_floats(size_t(F::M) * F::K, 41), random_floats(size_t(F::N) * F::K, 42));
   for (bool bf16 : {false, true}) {
     std::vector<std::vector<float>> results;
     std::vector<int> ids;
@@ -155,12 +174,9 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
     for (int rank = 0; rank < 8; ++rank) {
       Blas blas(BlasOptions{Precision::Fp32, size_t(32) << 20, rank});
       EXPECT_THROW(blas.last_algorithm(), std::logic_error);
-      DeviceBuffer<float> dY(poisoned(want.size()));
+      std::vector<float> got;
       try {
-        if (bf16)
-          linear_forward_bf16_cuda(blas, dX16.get(), dW16.get(), nullptr, dY.get(), M, N, K, nullptr);
-        else
-          linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
+        got = f.run(blas, bf16);
       } catch (const std::out_of_range& e) {
         EXPECT_NE(std::string(e.what()).find("returned " + std::to_string(rank) + " usable answers"), std::string::npos)
             << e.what();
@@ -170,8 +186,8 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
       const Blas::AlgoConfig algo = blas.last_algorithm();
       EXPECT_GE(algo.split_k, 1) << "rank " << rank;
       ids.push_back(algo.id);
-      results.push_back(dY.download());
-      EXPECT_LE(rel_l2(results.back(), bf16 ? want16 : want), 1e-5) << "rank " << rank << " bf16 " << bf16;
+      results.push_back(got);
+      EXPECT_LE(rel_l2(results.back(), bf16 ? f.want16 : f.want), 1e-5) << "rank " << rank << " bf16 " << bf16;
     }
     EXPECT_GE(offered, 1) << "bf16 " << bf16;
 #if defined(GRPO_SIMT)
@@ -180,7 +196,7 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
     for (size_t r = 0; r < results.size(); ++r) {
       bool seen = false;
       for (size_t q = 0; q < r; ++q)
-        seen = seen || std::memcmp(results[r].data(), results[q].data(), want.size() * sizeof(float)) == 0;
+        seen = seen || std::memcmp(results[r].data(), results[q].data(), f.want.size() * sizeof(float)) == 0;
       distinct += !seen;
     }
     EXPECT_GE(distinct, 2) << "every rank ran the same algorithm; bf16 " << bf16;
@@ -189,8 +205,7 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
 #endif
   }
   Blas far(BlasOptions{Precision::Fp32, size_t(32) << 20, 1000});  // no heuristic offers a thousand
-  DeviceBuffer<float> dY(poisoned(want.size()));
-  EXPECT_THROW(linear_forward_cuda(far, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr), std::out_of_range);
+  EXPECT_THROW(f.run(far, false), std::out_of_range);
   EXPECT_THROW(Blas(BlasOptions{Precision::Fp32, size_t(32) << 20, -1}), std::invalid_argument);
 }
 
@@ -200,27 +215,16 @@ TEST(MatmulCuda, EveryHeuristicRankComputesTheProduct) {
 // heuristic's answers is. On the emulator the splits sum in an order of their own: other bits.
 TEST(MatmulCuda, SplitKIsTakenOrRefused) {
   GRPO_REQUIRE_DEVICE();
-  const int M = 300, N = 37, K = 150;  // over kFewRowsMax rows: cuBLASLt's product
-  const auto X = random_floats(size_t(M) * K, std::random_device{}()), W = random_floats(size_t(N) * K, 44);
-  std::vector<Bf16> X16(X.size()), W16(W.size());
-  to_bf16_host(X.data(), X16.data(), X.size());
-  to_bf16_host(W.data(), W16.data(), W.size());
-  std::vector<float> want(size_t(M) * N), want16(want.size());
-  linear_forward_host(X.data(), W.data(), nullptr, want.data(), M, N, K);
-  linear_forward_bf16_host(X16.data(), W16.data(), nullptr, want16.data(), M, N, K);
-  DeviceBuffer<float> dX(X), dW(W);
-  DeviceBuffer<Bf16> dX16(X16), dW16(W16);
+  using F = ForwardCase;
+  const F f(random_floats(size_t(F::M) * F::K, std::random_device{}()), random_floats(size_t(F::N) * F::K, 44));
+  const int K = F::K;
   const auto run = [&](int splits, size_t workspace, bool bf16, int* taken = nullptr) {
     BlasOptions o(Precision::Fp32, workspace);
     o.split_k = splits;
     Blas blas(o);
-    DeviceBuffer<float> dY(poisoned(want.size()));
-    if (bf16)
-      linear_forward_bf16_cuda(blas, dX16.get(), dW16.get(), nullptr, dY.get(), M, N, K, nullptr);
-    else
-      linear_forward_cuda(blas, dX.get(), dW.get(), nullptr, dY.get(), M, N, K, nullptr);
+    std::vector<float> got = f.run(blas, bf16);
     if (taken) *taken = blas.last_algorithm().split_k;
-    return dY.download();
+    return got;
   };
   for (bool bf16 : {false, true}) {
     const std::vector<float> whole = run(0, size_t(32) << 20, bf16);
@@ -229,7 +233,7 @@ TEST(MatmulCuda, SplitKIsTakenOrRefused) {
       int taken = 0;
       const std::vector<float> got = run(splits, size_t(32) << 20, bf16, &taken);
       EXPECT_EQ(taken, splits);
-      EXPECT_LE(rel_l2(got, bf16 ? want16 : want), 1e-5);
+      EXPECT_LE(rel_l2(got, bf16 ? f.want16 : f.want), 1e-5);
 #if defined(GRPO_SIMT)
       if (splits > 1) {
         EXPECT_NE(std::memcmp(got.data(), whole.data(), got.size() * sizeof(float)), 0) << "the splits' own order";
@@ -242,7 +246,7 @@ TEST(MatmulCuda, SplitKIsTakenOrRefused) {
   for (const auto& [splits, workspace] : {std::pair<int, size_t>{K + 1, size_t(32) << 20}, {4, 0}}) {
     SCOPED_TRACE(::testing::Message() << splits << " splits of " << K << ", " << workspace << " bytes of workspace");
     try {
-      EXPECT_LE(rel_l2(run(splits, workspace, false), want), 1e-5);
+      EXPECT_LE(rel_l2(run(splits, workspace, false), f.want), 1e-5);
 #if defined(GRPO_SIMT)
       ADD_FAILURE() << "the model refuses more splits than K, and splits without workspace";
 #endif
