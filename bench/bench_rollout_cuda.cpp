@@ -148,7 +148,7 @@ nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_ste
   for (unsigned k = 0; k < kClusterMarks; ++k) {
     std::vector<double> v;
     for (const PhaseMedians& b : blocks) v.push_back(b.phase[k]), largest[k] = std::max(largest[k], b.phase[k]);
-    of_blocks[k] = median_of(v);
+    of_blocks[k] = median(v);
     sum += of_blocks[k];
   }
   for (const PhaseMedians& b : blocks) steps.push_back(b.step);
@@ -170,7 +170,7 @@ nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_ste
                     {"share", share},
                     {"us", share * us_step}});
   }
-  const double step_cycles = median_of(steps);
+  const double step_cycles = median(steps);
   std::printf("  %-18s %14.0f %14.0f %14s %8s %10.3f  (%.3f us at the SM's %d MHz)\n", "step", blocks[0].step,
               step_cycles, "", "", us_step, step_cycles / (khz / 1e3), khz / 1000);
   return {{"blocks", pc.blocks},

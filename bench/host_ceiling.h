@@ -12,18 +12,15 @@
 #include <cblas.h>
 #include <omp.h>
 
+#include "core/median.h"
+
 namespace grpo::bench {
 
 inline double seconds_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using grpo::median;
 
 // Median seconds of `repeats` timed calls of f after `warmup` untimed ones.
 inline double time_median(const std::function<void()>& f, int repeats, int warmup = 1) {

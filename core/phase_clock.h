@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/host_device.h"
+#include "core/median.h"
 
 namespace grpo {
 
@@ -39,15 +40,6 @@ struct PhaseMedians {
   size_t steps = 0;
 };
 
-inline double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t h = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + h, v.end());
-  const double hi = v[h];
-  if (v.size() % 2) return hi;
-  return (*std::max_element(v.begin(), v.begin() + h) + hi) / 2;
-}
-
 inline PhaseMedians phase_medians(const std::vector<long long>& at, const PhaseClocks& c, unsigned block,
                                   unsigned warp) {
   PhaseMedians out;
@@ -63,8 +55,8 @@ inline PhaseMedians phase_medians(const std::vector<long long>& at, const PhaseC
     for (unsigned k = 0; k < c.marks; ++k) cycles[k].push_back(double(m[k + 1] - m[k]));
     steps.push_back(double(m[c.marks] - m[0]));
   }
-  for (unsigned k = 0; k < c.marks; ++k) out.phase[k] = median_of(cycles[k]);
-  out.step = median_of(steps);
+  for (unsigned k = 0; k < c.marks; ++k) out.phase[k] = median(cycles[k]);
+  out.step = median(steps);
   out.steps = steps.size();
   return out;
 }

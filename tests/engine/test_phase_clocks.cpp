@@ -12,10 +12,10 @@ namespace grpo {
 namespace {
 
 TEST(PhaseClocks, MedianOfOddEvenAndNone) {
-  EXPECT_EQ(median_of({}), 0.0);
-  EXPECT_EQ(median_of({5.0}), 5.0);
-  EXPECT_EQ(median_of({9.0, 1.0, 4.0}), 4.0);
-  EXPECT_EQ(median_of({8.0, 2.0, 6.0, 4.0}), 5.0);
+  EXPECT_EQ(median({}), 0.0);
+  EXPECT_EQ(median({5.0}), 5.0);
+  EXPECT_EQ(median({9.0, 1.0, 4.0}), 4.0);
+  EXPECT_EQ(median({8.0, 2.0, 6.0, 4.0}), 5.0);
 }
 
 TEST(PhaseClocks, PhasesRunFromMarkToMarkAndSkipIncompleteSteps) {
