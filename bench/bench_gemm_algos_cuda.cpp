@@ -117,21 +117,20 @@ nlohmann::json to_json(const std::vector<Answer>& answers) {
   return a;
 }
 
-// Per (case, precision, op): each rank the heuristic offers, up to `ranks`. time(f) times calls of
-// f (or, on the emulator, runs it once and returns 0). A rank's first call makes its plan outside
-// the timer, where a rank the heuristic does not reach throws std::out_of_range (the survey of
-// that product ends there) and where cuBLASLt may refuse an answer past the first (a CudaError:
-// that rank gets no time, the others go on; at rank 0 it is the engine's failure too, and fatal).
-// One call's time, or none where cuBLASLt refused it (`which` names the call in the message);
-// an error that sticks ends the survey.
+// One answer's microseconds a call: its first call makes its plan outside the timer, where an
+// answer the heuristic does not reach, or that does not take a split, throws std::out_of_range
+// (to the caller), and where cuBLASLt may refuse it (a CudaError: no time, unless `fatal`). A
+// refused answer leaves the device usable (its error, if the runtime kept one, is cleared); an
+// error that sticks (the context lost) ends the survey. `which` names the answer in the message.
 std::optional<double> timed(const std::function<void()>& call,
                             const std::function<double(const std::function<void()>&)>& time, cudaStream_t st,
-                            const std::string& which) {
+                            bool fatal, const std::string& which) {
   try {
     call();
     CUDA_CHECK(cudaStreamSynchronize(st));
     return 1e3 * time(call);
   } catch (const CudaError& e) {
+    if (fatal) throw;
     (void)cudaGetLastError();
     if (cudaDeviceSynchronize() != cudaSuccess) throw;
     std::printf("  %s refused: %s\n", which.c_str(), e.what());
@@ -139,6 +138,10 @@ std::optional<double> timed(const std::function<void()>& call,
   }
 }
 
+// Per (case, precision, op): each rank the heuristic offers, up to `ranks` (the survey of a
+// product ends at the first it does not reach; a refusal at rank 0 is the engine's failure too,
+// and fatal), then rank 0's answer with K in each of `splits` splits. time(f) times calls of f
+// (or, on the emulator, runs it once and returns 0).
 nlohmann::json survey(const std::vector<Case>& cases, int ranks, const std::vector<int>& splits, cudaStream_t st,
                       const std::function<double(const std::function<void()>&)>& time) {
   nlohmann::json rows = nlohmann::json::array();
@@ -149,9 +152,9 @@ nlohmann::json survey(const std::vector<Case>& cases, int ranks, const std::vect
       for (int r = 0; r < ranks; ++r) blas.push_back(std::make_unique<Blas>(BlasOptions{prec, size_t(32) << 20, r}));
       std::vector<std::unique_ptr<Blas>> split_blas;  // rank 0's answer, K in splits[i] splits
       for (int k : splits) {
-        BlasOptions o{prec, size_t(32) << 20, 0};
-        o.split_k = k;
-        split_blas.push_back(std::make_unique<Blas>(o));
+        BlasOptions opts{prec, size_t(32) << 20, 0};
+        opts.split_k = k;
+        split_blas.push_back(std::make_unique<Blas>(opts));
       }
       for (const std::string op : {"forward", "backward_input", "backward_weight"}) {
         if (c.forward_only && op != "forward") continue;
@@ -161,20 +164,12 @@ nlohmann::json survey(const std::vector<Case>& cases, int ranks, const std::vect
           const auto call = [&] { o.run(b, op, prec == Precision::Bf16, st); };
           Answer a;
           try {
-            call();
-            CUDA_CHECK(cudaStreamSynchronize(st));
-            a.algo = b.last_algorithm();
-            a.us = 1e3 * time(call);
+            a.us = timed(call, time, st, r == 0,
+                         "rank " + std::to_string(r) + " of " + precision_name(prec) + " " + op + " " + c.name);
           } catch (const std::out_of_range&) {
             break;  // the heuristic offers no more answers for this product
-          } catch (const CudaError& e) {
-            // A refused answer leaves the device usable (its error, if the runtime kept one, is
-            // cleared); an error that sticks (the context lost) ends the survey.
-            if (r == 0) throw;
-            (void)cudaGetLastError();
-            if (cudaDeviceSynchronize() != cudaSuccess) throw;
-            std::printf("  rank %d of %s %s %s refused: %s\n", r, precision_name(prec), op.c_str(), c.name, e.what());
           }
+          if (a.us) a.algo = b.last_algorithm();
           answers.push_back(a);
         }
         if (answers.empty()) continue;  // rank 0 always answers (Blas throws CudaError otherwise)
@@ -194,7 +189,7 @@ nlohmann::json survey(const std::vector<Case>& cases, int ranks, const std::vect
           Blas& b = *split_blas[i];
           std::optional<double> us;
           try {
-            us = timed([&] { o.run(b, op, prec == Precision::Bf16, st); }, time, st,
+            us = timed([&] { o.run(b, op, prec == Precision::Bf16, st); }, time, st, false,
                        std::to_string(splits[i]) + " splits of " + op + " " + c.name);
           } catch (const std::out_of_range&) {  // the answer does not take that many splits
           }
