@@ -53,6 +53,10 @@ int run_info(CLI::App& app, const TrainFlags& f, bool capture) {
   std::printf("graph node kinds   %zu kernel, %zu memset, %zu memcpy, %zu conditional, %zu other; %zu in loop bodies\n",
               size.kernels, size.memsets, size.memcpys, size.conditionals, size.other,
               size.nodes - (size.kernels + size.memsets + size.memcpys + size.conditionals + size.other));
+  std::printf(
+      "graph edges        %zu, %zu from a kernel to a kernel, %zu programmatic (into a kernel that may start "
+      "before the one before it ends)\n",
+      size.edges, size.kernel_edges, size.programmatic);
 #endif
   return 0;
 }

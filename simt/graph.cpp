@@ -302,6 +302,42 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t g, cudaGraphNode_t* nodes, size_t* cou
   return cudaSuccess;
 }
 
+// Each dependency is an edge; a kernel captured overlapped (submit kept it so only after one
+// kernel node) has a programmatic one from it, the port a programmatic stream serialization
+// gives on a GPU. Without edgeData, a query that would drop such an edge's type is lossy, as
+// CUDA answers.
+cudaError_t cudaGraphGetEdges(cudaGraph_t g, cudaGraphNode_t* from, cudaGraphNode_t* to, cudaGraphEdgeData* edge_data,
+                              size_t* num_edges) {
+  if (!g || !num_edges || (from == nullptr) != (to == nullptr) || (edge_data && !from))
+    return set_error(cudaErrorInvalidValue);
+  size_t count = 0;
+  bool lossy = false;
+  for (const auto& n : g->nodes)
+    for (size_t d : n->node.deps) {
+      const bool programmatic = n->node.kind == NodeKind::Kernel && n->node.kernel.overlapped;
+      if (from && count < *num_edges) {
+        from[count] = g->nodes[d].get();
+        to[count] = n.get();
+        if (edge_data) {
+          edge_data[count] = cudaGraphEdgeData{};
+          if (programmatic) {
+            edge_data[count].type = cudaGraphDependencyTypeProgrammatic;
+            edge_data[count].from_port = cudaGraphKernelNodePortProgrammatic;
+          }
+        } else {
+          lossy |= programmatic;
+        }
+      }
+      ++count;
+    }
+  if (from) {
+    for (size_t i = count; i < *num_edges; ++i) from[i] = to[i] = nullptr;
+    count = std::min(count, *num_edges);  // the edges written
+  }
+  *num_edges = count;
+  return lossy ? set_error(cudaErrorLossyQuery) : cudaSuccess;
+}
+
 cudaError_t cudaGraphNodeGetType(cudaGraphNode_t n, cudaGraphNodeType* type) {
   if (!n || !type) return set_error(cudaErrorInvalidValue);
   switch (n->node.kind) {

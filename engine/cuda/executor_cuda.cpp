@@ -203,14 +203,26 @@ class CudaExecutor final : public Executor {
     CUDA_CHECK(cudaGraphGetNodes(graph_.get(), nodes.data(), &top));
     const CudaOps::LoopNodes loops = ops_->loop_nodes();
     GraphSize size{top + loops.nodes, top + loops.runs};
-    for (cudaGraphNode_t n : nodes) {
+    const auto type_of = [](cudaGraphNode_t n) {
       cudaGraphNodeType type{};
       CUDA_CHECK(cudaGraphNodeGetType(n, &type));
+      return type;
+    };
+    for (cudaGraphNode_t n : nodes) {
+      const cudaGraphNodeType type = type_of(n);
       ++(type == cudaGraphNodeTypeKernel        ? size.kernels
          : type == cudaGraphNodeTypeMemset      ? size.memsets
          : type == cudaGraphNodeTypeMemcpy      ? size.memcpys
          : type == cudaGraphNodeTypeConditional ? size.conditionals
                                                 : size.other);
+    }
+    CUDA_CHECK(cudaGraphGetEdges(graph_.get(), nullptr, nullptr, nullptr, &size.edges));
+    std::vector<cudaGraphNode_t> from(size.edges), to(size.edges);
+    std::vector<cudaGraphEdgeData> edges(size.edges);
+    CUDA_CHECK(cudaGraphGetEdges(graph_.get(), from.data(), to.data(), edges.data(), &size.edges));
+    for (size_t i = 0; i < size.edges; ++i) {
+      size.kernel_edges += type_of(from[i]) == cudaGraphNodeTypeKernel && type_of(to[i]) == cudaGraphNodeTypeKernel;
+      size.programmatic += edges[i].type == cudaGraphDependencyTypeProgrammatic;
     }
     return size;
   }

@@ -45,6 +45,13 @@ class Outputs(unittest.TestCase):
                          "420 kernel, 3 memset, 1 memcpy, 1 conditional, 0 other; 0 in loop bodies")
         self.assertIsNone(parse.graph_node_kinds("graph nodes        425 (one epoch, captured on cuda)\n"))
 
+    def test_graph_edges(self):
+        out = ("graph node kinds   24 kernel, 0 memset, 1 memcpy, 0 conditional, 2 other; 0 in loop bodies\n"
+               "graph edges        26, 22 from a kernel to a kernel, 21 programmatic (into a kernel that may start "
+               "before the one before it ends)\n")
+        self.assertEqual(parse.graph_edges(out), (26, 22, 21))
+        self.assertIsNone(parse.graph_edges("graph nodes        425 (one epoch, captured on cuda)\n"))
+
     def test_graph_nodes(self):
         self.assertEqual(parse.graph_nodes("arena 3 MiB\ngraph nodes        1635 (one epoch, captured on cuda)\n"), 1635)
         with self.assertRaises(ValueError):
@@ -315,6 +322,9 @@ class Report(unittest.TestCase):
                 "blocks": 8, "steps": 199, "step_cycles": 18000.0, "sm_clock_mhz": 1980.0,
                 "rows": [{"phase": "product", "cycles_block0": 2100.0, "cycles_median": 2000.0, "cycles_max": 2500.0,
                           "share": 0.25, "us": 2.3125}]}}}
+            kit.data["graph_nodes"] = {"small bf16": 27, "reference": 326}
+            kit.data["graph_node_kinds"] = {"small bf16": "24 kernel, 0 memset"}
+            kit.data["graph_edges"] = {"small bf16": [26, 24, 23]}  # as the JSON gives it back: a list
             doc = report.write(kit)
             with open(os.path.join(d, "out", "gpu-report.md")) as f:
                 md = f.read()
@@ -336,6 +346,8 @@ class Report(unittest.TestCase):
         self.assertIn("| mode | small | reference |", md)
         self.assertIn("| eager | 22.50 | 160.00 |", md)
         self.assertIn("| graph, cluster kernel | 9.25 | - |", md)
+        self.assertIn("- small bf16: 27 (24 kernel, 0 memset); 26 edges, 24 from a kernel to a kernel, 23 of those "
+                      "programmatic\n- reference: 326\n", md)
         self.assertIn("(each figure above waits for its epoch): small: graph BF16 120.0.", md)
         # A cluster mode's phases: a row a phase, then the step's cycles as time at the SM's clock.
         self.assertIn("### Where a step of the small rollout goes: graph, cluster kernel (phase clocks)", md)

@@ -80,6 +80,16 @@ def graph_node_kinds(text):
     return m.group(1) if m else None
 
 
+_EDGES = re.compile(r"^graph edges\s+(\d+), (\d+) from a kernel to a kernel, (\d+) programmatic", re.M)
+
+
+def graph_edges(text):
+    """grpo info --graph's 'graph edges' line as (edges, kernel to kernel, programmatic), or None
+    where it printed none (a build from before it did)."""
+    m = _EDGES.search(text)
+    return tuple(int(x) for x in m.groups()) if m else None
+
+
 def csv_row(text):
     """The first line of `nvidia-smi --format=csv,noheader,nounits` as stripped fields."""
     line = text.strip().splitlines()[0] if text.strip() else ""

@@ -133,9 +133,11 @@ def markdown(doc):
         lines += ["| %s | %.3f | %d | %.1f%% |" % (_cell(r["op"]), 1e3 * r["s"], r["calls"], 100 * r["s"] / total)
                   for r in rows[:15]]
     if doc.get("graph_nodes"):
-        kinds = doc.get("graph_node_kinds", {})
+        kinds, edges = doc.get("graph_node_kinds", {}), doc.get("graph_edges", {})
         lines += ["", "## Graph nodes per epoch", ""]
-        lines += ["- %s: %d%s" % (case, n, " (%s)" % kinds[case] if case in kinds else "")
+        lines += ["- %s: %d%s%s" % (case, n, " (%s)" % kinds[case] if case in kinds else "",
+                                   "; %d edges, %d from a kernel to a kernel, %d of those programmatic" %
+                                   tuple(edges[case]) if case in edges else "")
                   for case, n in doc["graph_nodes"].items()]
     if doc.get("peak_gpu_memory_mib"):
         lines += ["", "## Peak GPU memory while timing (nvidia-smi, whole GPU)", ""]
