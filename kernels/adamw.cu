@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "kernels/adamw.h"
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "core/vector_access.h"
 
@@ -14,6 +15,7 @@ constexpr unsigned kAdamWMaxBlocks = 8192;
 __global__ void __launch_bounds__(kAdamWThreads)
     adamw_kernel(float* __restrict__ params, const float* __restrict__ grads, float* __restrict__ m,
                  float* __restrict__ v, size_t n, const TrainScalars* __restrict__ s, AdamWConfig cfg, Bf16Copy copy) {
+  follow_previous_kernel();
   // The flag is uniform over the grid, so either every thread returns here or none does.
   if (s->nonfinite != 0) return;
   const AdamWCoeffs k = adamw_coeffs(s->lr, s->adam_step, s->clip_scale, cfg);
@@ -59,8 +61,8 @@ void adamw_cuda(float* params, const float* grads, float* m, float* v, size_t n,
   const size_t n4 = n / 4;
   size_t blocks = (n4 + kAdamWThreads - 1) / kAdamWThreads;
   blocks = blocks < 1 ? 1 : (blocks > kAdamWMaxBlocks ? kAdamWMaxBlocks : blocks);
-  launch(adamw_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAdamWThreads), 0, stream, params, grads, m, v, n, s,
-         cfg, copy);
+  launch_overlapped(adamw_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAdamWThreads), 0, stream, params, grads, m,
+                    v, n, s, cfg, copy);
 }
 
 }  // namespace grpo

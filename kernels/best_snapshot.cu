@@ -3,6 +3,7 @@
 // writes meanwhile, so every thread decides alike; the snapshot's scalars have one writer.
 #include <algorithm>
 
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/best_snapshot.h"
 
@@ -14,6 +15,7 @@ constexpr unsigned kThreads = 256;
 
 __global__ void best_snapshot_kernel(const TrainScalars* __restrict__ s, const float* __restrict__ slabs, size_t n,
                                      float* __restrict__ best, TrainScalars* __restrict__ best_scalars) {
+  follow_previous_kernel();
   if (!is_new_best(*s)) return;
   const size_t stride = size_t(gridDim.x) * kThreads;
   for (size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x; i < 3 * n; i += stride)
@@ -31,7 +33,7 @@ void best_snapshot_cuda(const TrainScalars* s, const float* slabs, size_t n, flo
                         cudaStream_t stream) {
   if (n == 0) return;
   const unsigned blocks = std::min<unsigned>(ceil_div(3 * n, kThreads), 1024u);
-  launch(best_snapshot_kernel, dim3(blocks), dim3(kThreads), 0, stream, s, slabs, n, best, best_scalars);
+  launch_overlapped(best_snapshot_kernel, dim3(blocks), dim3(kThreads), 0, stream, s, slabs, n, best, best_scalars);
 }
 
 }  // namespace grpo

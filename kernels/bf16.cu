@@ -1,4 +1,5 @@
 // The fp32 -> bf16 cast (kernels/bf16.h): a thread per four elements.
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/activations_vec.cuh"
 #include "kernels/bf16.h"
@@ -6,6 +7,7 @@
 namespace grpo {
 
 __global__ void to_bf16_kernel(const float* __restrict__ x, Bf16* __restrict__ y, size_t n, bool vec) {
+  follow_previous_kernel();
   const size_t i = (size_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
   if (i >= n) return;
   const unsigned m = n - i < 4 ? unsigned(n - i) : 4u;
@@ -17,7 +19,7 @@ __global__ void to_bf16_kernel(const float* __restrict__ x, Bf16* __restrict__ y
 void to_bf16_cuda(const float* x, Bf16* y, size_t n, cudaStream_t stream) {
   if (n == 0) return;
   const bool vec = aligned16(x) && aligned8(y);
-  launch(to_bf16_kernel, dim3(ceil_div((n + 3) / 4, 256)), dim3(256), 0, stream, x, y, n, vec);
+  launch_overlapped(to_bf16_kernel, dim3(ceil_div((n + 3) / 4, 256)), dim3(256), 0, stream, x, y, n, vec);
 }
 
 }  // namespace grpo

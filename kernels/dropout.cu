@@ -1,6 +1,7 @@
 // Standalone inverted dropout (the fused bias + GELU + dropout ops live in gelu.cu).
 #include <algorithm>
 
+#include "core/grid_dependency.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/dropout.h"
 #include "core/launch.h"
@@ -9,6 +10,7 @@ namespace grpo {
 
 // One thread per group of 4 columns of a row: one Philox call, one float4 in and out.
 __global__ void dropout_apply_kernel(const float* x, float* y, int M, int N, DropoutSpec spec, bool vec) {
+  follow_previous_kernel();
   ColumnGroup c;
   if (!column_group(M, N, c)) return;
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
@@ -28,7 +30,7 @@ void dropout_apply_cuda(const float* x, float* y, int M, int N, const DropoutSpe
   if (M == 0 || N == 0) return;
   const bool vec = N % 4 == 0 && aligned16(x) && aligned16(y);
   const size_t threads = size_t(M) * ((N + 3) / 4);
-  launch(dropout_apply_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, x, y, M, N, spec, vec);
+  launch_overlapped(dropout_apply_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, x, y, M, N, spec, vec);
 }
 
 }  // namespace grpo

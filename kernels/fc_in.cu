@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/activations_vec.cuh"
 #include "kernels/fc_in.h"
@@ -26,6 +27,7 @@ template <int kMaxD>
 __global__ void __launch_bounds__(kFwdThreads)
     fc_in_forward_kernel(const float* __restrict__ X, const float* __restrict__ W_in, float* __restrict__ h0, int M,
                          int N, int D, bool vec) {
+  follow_previous_kernel();
   const unsigned c = blockIdx.x * kFwdCols + 4 * threadIdx.x;
   const unsigned n = c < unsigned(N) ? min(4u, unsigned(N) - c) : 0u;
   if (n == 0) return;  // no barriers here
@@ -50,6 +52,7 @@ __global__ void __launch_bounds__(kFwdThreads)
 // Any D: a thread an element.
 __global__ void fc_in_forward_any_kernel(const float* __restrict__ X, const float* __restrict__ W_in,
                                          float* __restrict__ h0, int M, int N, int D) {
+  follow_previous_kernel();
   const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= size_t(M) * size_t(N)) return;
   const size_t r = i / size_t(N), c = i % size_t(N);
@@ -58,6 +61,7 @@ __global__ void fc_in_forward_any_kernel(const float* __restrict__ X, const floa
 
 __global__ void fc_in_transpose_kernel(const float* __restrict__ W_in, float* __restrict__ W_inT, int N, int D,
                                        unsigned pitch) {
+  follow_previous_kernel();
   const size_t i = size_t(blockIdx.x) * kThreads + threadIdx.x;
   if (i >= size_t(D) * pitch) return;
   const size_t d = i / pitch, c = i % pitch;
@@ -72,7 +76,8 @@ void fc_in_transpose_cuda(const float* W_in, float* W_inT, int N, int D, cudaStr
     throw std::invalid_argument("fc_in_transpose_cuda: needs N >= 1 and D >= 1, got N " + std::to_string(N) + ", D " +
                                 std::to_string(D));
   const unsigned pitch = fc_in_t_pitch(N);
-  launch(fc_in_transpose_kernel, ceil_div(size_t(D) * pitch, kThreads), kThreads, 0, stream, W_in, W_inT, N, D, pitch);
+  launch_overlapped(fc_in_transpose_kernel, ceil_div(size_t(D) * pitch, kThreads), kThreads, 0, stream, W_in, W_inT, N,
+                    D, pitch);
 }
 
 // Moves 4*M*N bytes (h0 out) and 4*M*D (X in); W_in once a row tile, from L2.
@@ -82,14 +87,14 @@ void fc_in_forward_cuda(const float* X, const float* W_in, float* h0, int M, int
                                 ", N " + std::to_string(N) + ", D " + std::to_string(D));
   if (M == 0) return;
   if (D > kFwdMaxD) {
-    launch(fc_in_forward_any_kernel, ceil_div(size_t(M) * size_t(N), kThreads), kThreads, 0, stream, X, W_in, h0, M, N,
-           D);
+    launch_overlapped(fc_in_forward_any_kernel, ceil_div(size_t(M) * size_t(N), kThreads), kThreads, 0, stream, X, W_in,
+                      h0, M, N, D);
     return;
   }
   const dim3 grid(ceil_div(size_t(N), kFwdCols), ceil_div(size_t(M), kFwdRows));
   const bool vec = N % 4 == 0 && aligned16(h0);
-  launch(D <= 10 ? fc_in_forward_kernel<10> : fc_in_forward_kernel<kFwdMaxD>, grid, dim3(kFwdThreads), 0, stream, X,
-         W_in, h0, M, N, D, vec);
+  launch_overlapped(D <= 10 ? fc_in_forward_kernel<10> : fc_in_forward_kernel<kFwdMaxD>, grid, dim3(kFwdThreads), 0,
+                    stream, X, W_in, h0, M, N, D, vec);
 }
 
 }  // namespace grpo

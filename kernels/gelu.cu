@@ -1,6 +1,7 @@
 // Fused bias + tanh-GELU + dropout, forward and backward (contracts in gelu.h).
 #include <algorithm>
 
+#include "core/grid_dependency.cuh"
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/gelu.h"
@@ -11,6 +12,7 @@ namespace grpo {
 // One thread per group of 4 columns of a row: one Philox call serves the whole float4.
 __global__ void bias_gelu_dropout_forward_kernel(const float* __restrict__ a, const float* __restrict__ bias,
                                                  float* __restrict__ out, int M, int N, DropoutSpec spec, bool vec) {
+  follow_previous_kernel();
   ColumnGroup c;
   if (!column_group(M, N, c)) return;
   const uint32_t epoch = spec.p > 0.f ? *spec.epoch : 0u;
@@ -53,6 +55,7 @@ struct BiasGeluDropoutGrad {
 
 __global__ void bias_gelu_dropout_backward_kernel(BiasGeluDropoutGrad f, int M, unsigned rows_per_chunk,
                                                   float* partial) {
+  follow_previous_kernel();
   f.epoch = f.spec.p > 0.f ? *f.spec.epoch : 0u;
   colsum::stage1<1>(f, M, f.N, rows_per_chunk, partial);
 }
@@ -65,8 +68,8 @@ void bias_gelu_dropout_forward_cuda(const float* a, const float* bias, float* ou
   if (M == 0 || N == 0) return;
   const bool vec = N % 4 == 0 && aligned16(a) && aligned16(bias) && aligned16(out);
   const size_t threads = size_t(M) * ((N + 3) / 4);
-  launch(bias_gelu_dropout_forward_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, a, bias, out, M, N, spec,
-         vec);
+  launch_overlapped(bias_gelu_dropout_forward_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, a, bias, out,
+                    M, N, spec, vec);
 }
 
 // Moves 12*M*N bytes (dout and a in, da out) plus the partial sums: 8 * chunks * N (written,
@@ -79,8 +82,8 @@ void bias_gelu_dropout_backward_cuda(const float* dout, const float* a, const fl
   const bool vec = N % 4 == 0 && aligned16(dout) && aligned16(a) && aligned16(bias) && aligned16(da);
   BiasGeluDropoutGrad f{dout, a, bias, da, N, spec, 0u, dropout_scale(spec.p), vec};
   const unsigned chunks = colsum::chunks(size_t(M));
-  launch(bias_gelu_dropout_backward_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(), colsum::smem_bytes(1),
-         stream, f, M, colsum::rows_per_chunk(size_t(M)), scratch);
+  launch_overlapped(bias_gelu_dropout_backward_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(),
+                    colsum::smem_bytes(1), stream, f, M, colsum::rows_per_chunk(size_t(M)), scratch);
   colsum::finish_cuda(scratch, chunks, N, dbias, nullptr, stream);
 }
 

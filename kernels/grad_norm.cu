@@ -1,6 +1,7 @@
 // Gradient norm, two deterministic stages (contract in kernels/grad_norm.h).
 #include <stdexcept>
 
+#include "core/grid_dependency.cuh"
 #include "kernels/grad_norm.h"
 #include "core/launch.h"
 #include "core/vector_access.h"
@@ -26,6 +27,7 @@ __device__ double block_sum_double(double x) {
 
 __global__ void __launch_bounds__(kGradNormThreads)
     grad_norm_partial_kernel(const float* __restrict__ grads, size_t n, double* __restrict__ partials) {
+  follow_previous_kernel();
   const size_t n4 = n / 4;
   const float4* g4 = vector_at<const float4>(grads);
   const size_t stride = size_t{gridDim.x} * blockDim.x;
@@ -48,6 +50,7 @@ __global__ void __launch_bounds__(kGradNormThreads)
 
 __global__ void __launch_bounds__(kGradNormThreads)
     grad_norm_finish_kernel(const double* __restrict__ partials, unsigned count, float max_norm, TrainScalars* s) {
+  follow_previous_kernel();
   double acc = 0.0;
   for (unsigned i = threadIdx.x; i < count; i += blockDim.x) acc += partials[i];
   const double sum = block_sum_double(acc);
@@ -64,9 +67,9 @@ void grad_norm_cuda(const float* grads, size_t n, TrainScalars* s, float max_nor
     throw std::invalid_argument("grad_norm_cuda: scratch must be 8-byte aligned (it holds doubles)");
   const unsigned blocks = grad_norm_blocks(n);
   double* partials = reinterpret_cast<double*>(scratch);
-  launch(grad_norm_partial_kernel, dim3(blocks), dim3(kGradNormThreads), 0, stream, grads, n, partials);
-  launch(grad_norm_finish_kernel, dim3(1), dim3(kGradNormThreads), 0, stream, static_cast<const double*>(partials),
-         blocks, max_norm, s);
+  launch_overlapped(grad_norm_partial_kernel, dim3(blocks), dim3(kGradNormThreads), 0, stream, grads, n, partials);
+  launch_overlapped(grad_norm_finish_kernel, dim3(1), dim3(kGradNormThreads), 0, stream,
+                    static_cast<const double*>(partials), blocks, max_norm, s);
 }
 
 }  // namespace grpo

@@ -2,6 +2,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
@@ -42,6 +43,7 @@ template <unsigned CG, unsigned R>
 __global__ void __launch_bounds__(kThreads, 2)
     head_loss_fused_kernel(HeadLossArgs a, bool vec, unsigned team, unsigned rows_per_chunk,
                            float* __restrict__ col_partials, float* __restrict__ row_partials) {
+  follow_previous_kernel();
   constexpr unsigned kMaxSlots = R * kWarps;                  // teams * R, at most 8 teams of 32
   __shared__ float team_logits[kMaxSlots][kWarps][kActions];  // [slot][warp of the team][j]
   __shared__ float slot_dz[kMaxSlots][kActions];
@@ -247,6 +249,7 @@ __global__ void head_loss_finish_kernel(const float* __restrict__ col_partials, 
                                         const float* __restrict__ row_partials, unsigned row_blocks, int M, int H,
                                         float* __restrict__ g_b1, float* __restrict__ g_w_out, float* __restrict__ loss,
                                         float* __restrict__ g_b_out) {
+  follow_previous_kernel();
   if (blockIdx.y < kPartials) {
     const unsigned col = blockIdx.x * kThreads + threadIdx.x;
     if (col >= unsigned(H)) return;
@@ -287,16 +290,16 @@ void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   const head_loss::OnePass shape = head_loss::one_pass(a.H);
   const unsigned rows = colsum::rows_per_chunk(size_t(a.M));
   if (shape.groups_per_thread == 1)
-    launch(head_loss_fused_kernel<1, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
-           row_partials);
+    launch_overlapped(head_loss_fused_kernel<1, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+                      row_partials);
   else if (shape.groups_per_thread == 2)
-    launch(head_loss_fused_kernel<2, 1>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
-           row_partials);
+    launch_overlapped(head_loss_fused_kernel<2, 1>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+                      row_partials);
   else
     row_blocks = head_loss_wide_cuda(a, vec, col_partials, row_partials, stream);
-  launch(head_loss_finish_kernel, dim3(ceil_div(size_t(a.H), kThreads), kPartials + 1), kThreads, 0, stream,
-         static_cast<const float*>(col_partials), chunks, static_cast<const float*>(row_partials), row_blocks, a.M, a.H,
-         a.g_b1, a.g_w_out, a.loss, a.g_b_out);
+  launch_overlapped(head_loss_finish_kernel, dim3(ceil_div(size_t(a.H), kThreads), kPartials + 1), kThreads, 0, stream,
+                    static_cast<const float*>(col_partials), chunks, static_cast<const float*>(row_partials),
+                    row_blocks, a.M, a.H, a.g_b1, a.g_w_out, a.loss, a.g_b_out);
 }
 
 }  // namespace grpo

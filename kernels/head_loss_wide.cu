@@ -4,6 +4,7 @@
 // recomputes h2 and its dropout mask, writes da1 and sums its four column quantities.
 #include <algorithm>
 
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
@@ -31,6 +32,7 @@ static_assert(kRowsPerBlock % (kPass1Rows * kWarps) == 0, "a batch's rows are th
 
 __global__ void __launch_bounds__(kThreads, 4)
     head_loss_rows_kernel(HeadLossArgs a, bool vec, float* __restrict__ partials) {
+  follow_previous_kernel();
   __shared__ float warp_part[kWarps][kPartials];
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint32_t epoch = a.drop.p > 0.f ? *a.drop.epoch : 0u;
@@ -156,6 +158,7 @@ constexpr unsigned kRowsInFlight = 3;
 
 __global__ void __launch_bounds__(kThreads, 3)
     head_loss_grad_kernel(HeadGrad f, int M, unsigned rows_per_chunk, float* partial) {
+  follow_previous_kernel();
   f.epoch = f.drop.p > 0.f ? *f.drop.epoch : 0u;
   const unsigned col0 = blockIdx.x * colsum::kTileCols + 4 * (threadIdx.x % 32);
   if (col0 < unsigned(f.H)) f.begin(col0, min(4u, unsigned(f.H) - col0));
@@ -169,11 +172,11 @@ __global__ void __launch_bounds__(kThreads, 3)
 unsigned head_loss_wide_cuda(const HeadLossArgs& a, bool vec, float* col_partials, float* row_partials,
                              cudaStream_t stream) {
   const unsigned blocks = unsigned(head_loss::pass1_blocks(a.M));
-  launch(head_loss_rows_kernel, blocks, kThreads, 0, stream, a, vec, row_partials);
+  launch_overlapped(head_loss_rows_kernel, blocks, kThreads, 0, stream, a, vec, row_partials);
   const HeadGrad f{a.a1, a.b1, a.w_out, a.dlogits, a.da1, a.da1_bf16, a.H, a.drop, 0u, dropout_scale(a.drop.p),
                    vec,  {},   {}};
-  launch(head_loss_grad_kernel, colsum::stage1_grid(a.M, a.H), colsum::stage1_block(), colsum::smem_bytes(4), stream, f,
-         a.M, colsum::rows_per_chunk(size_t(a.M)), col_partials);
+  launch_overlapped(head_loss_grad_kernel, colsum::stage1_grid(a.M, a.H), colsum::stage1_block(), colsum::smem_bytes(4),
+                    stream, f, a.M, colsum::rows_per_chunk(size_t(a.M)), col_partials);
   return blocks;
 }
 

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/grid_dependency.cuh"
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "kernels/gelu.h"
@@ -58,6 +59,7 @@ __global__ void layernorm_residual_forward_kernel(const float* __restrict__ h0, 
                                                   const float* __restrict__ beta, float* __restrict__ h1,
                                                   Bf16* __restrict__ h1_bf16, float* __restrict__ mean,
                                                   float* __restrict__ rstd, int M, int N, bool vec) {
+  follow_previous_kernel();
   const unsigned tid = threadIdx.x % kRowThreads;
   const size_t row = size_t(blockIdx.x) * (kBlock / kRowThreads) + threadIdx.x / kRowThreads;
   if (row >= size_t(M)) return;  // whole warps (warp mode) or never (block mode: grid = M)
@@ -98,6 +100,7 @@ __global__ void layernorm_residual_backward_kernel(const float* __restrict__ dh1
                                                    const float* __restrict__ gamma, const float* __restrict__ mean,
                                                    const float* __restrict__ rstd, float* __restrict__ dh0, int M,
                                                    int N, bool vec) {
+  follow_previous_kernel();
   const unsigned tid = threadIdx.x % kRowThreads;
   const size_t row = size_t(blockIdx.x) * (kBlock / kRowThreads) + threadIdx.x / kRowThreads;
   if (row >= size_t(M)) return;
@@ -162,6 +165,7 @@ struct LayerNormParamGrad {
 };
 
 __global__ void layernorm_param_grad_kernel(LayerNormParamGrad f, int M, unsigned rows_per_chunk, float* partial) {
+  follow_previous_kernel();
   colsum::stage1<2>(f, M, f.N, rows_per_chunk, partial);
 }
 
@@ -191,6 +195,7 @@ __global__ void __launch_bounds__(kBlock, 3)
                                 const float* __restrict__ mean, const float* __restrict__ rstd,
                                 const float* __restrict__ stats, int M, int N, int D, unsigned rows_per_chunk,
                                 float* __restrict__ partial) {
+  follow_previous_kernel();
   constexpr int kInSums = 2 + kMaxD;
   __shared__ float sums[kInWarps][kInSums][kInTile];
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -243,6 +248,7 @@ __global__ void __launch_bounds__(kBlock, 3)
 __global__ void layernorm_input_finish_kernel(const float* __restrict__ partial, unsigned chunks, int N, int D,
                                               float* __restrict__ dgamma, float* __restrict__ dbeta,
                                               float* __restrict__ dW_in) {
+  follow_previous_kernel();
   const size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= size_t(2 + D) * N) return;
   const unsigned q = unsigned(i / N), n = unsigned(i % N);
@@ -267,11 +273,11 @@ void layernorm_residual_forward_cuda(const float* h0, const float* gamma, const 
   const bool vec = N % 4 == 0 && aligned16(h0) && aligned16(gamma) && aligned16(beta) && aligned16(h1) &&
                    (h1_bf16 == nullptr || aligned8(h1_bf16));
   if (N <= kWarpRowMaxN)
-    launch(layernorm_residual_forward_kernel<32>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0, stream, h0,
-           gamma, beta, h1, h1_bf16, mean, rstd, M, N, vec);
+    launch_overlapped(layernorm_residual_forward_kernel<32>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0,
+                      stream, h0, gamma, beta, h1, h1_bf16, mean, rstd, M, N, vec);
   else
-    launch(layernorm_residual_forward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock), row_smem_bytes<kBlock>(), stream,
-           h0, gamma, beta, h1, h1_bf16, mean, rstd, M, N, vec);
+    launch_overlapped(layernorm_residual_forward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock),
+                      row_smem_bytes<kBlock>(), stream, h0, gamma, beta, h1, h1_bf16, mean, rstd, M, N, vec);
 }
 
 // Moves 12*M*N + 8*M bytes in the row kernel (dh1 and h0 in, dh0 out; second pass from L1/L2),
@@ -284,15 +290,15 @@ void layernorm_residual_backward_cuda(const float* dh1, const float* h0, const f
   const bool vec = N % 4 == 0 && aligned16(dh1) && aligned16(h0) && aligned16(gamma) && aligned16(dh0);
   if (M > 0) {
     if (N <= kWarpRowMaxN)
-      launch(layernorm_residual_backward_kernel<32>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0, stream,
-             dh1, h0, gamma, mean, rstd, dh0, M, N, vec);
+      launch_overlapped(layernorm_residual_backward_kernel<32>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0,
+                        stream, dh1, h0, gamma, mean, rstd, dh0, M, N, vec);
     else
-      launch(layernorm_residual_backward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock), row_smem_bytes<kBlock>(),
-             stream, dh1, h0, gamma, mean, rstd, dh0, M, N, vec);
+      launch_overlapped(layernorm_residual_backward_kernel<kBlock>, dim3(unsigned(M)), dim3(kBlock),
+                        row_smem_bytes<kBlock>(), stream, dh1, h0, gamma, mean, rstd, dh0, M, N, vec);
   }
   const LayerNormParamGrad f{dh1, h0, mean, rstd, N, N % 4 == 0 && aligned16(dh1) && aligned16(h0)};
-  launch(layernorm_param_grad_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(), colsum::smem_bytes(2), stream,
-         f, M, colsum::rows_per_chunk(size_t(M)), scratch);
+  launch_overlapped(layernorm_param_grad_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(),
+                    colsum::smem_bytes(2), stream, f, M, colsum::rows_per_chunk(size_t(M)), scratch);
   colsum::finish_cuda(scratch, colsum::chunks(size_t(M)), N, dgamma, dbeta, stream);
 }
 
@@ -306,17 +312,17 @@ void layernorm_input_two_passes(const float* dh1, const float* h0, const float* 
   if (M > 0) {
     const bool vec = N % 4 == 0 && aligned16(dh1) && aligned16(h0) && aligned16(gamma);
     if (N <= kWarpRowMaxN)
-      launch(layernorm_residual_backward_kernel<32, true>, dim3(ceil_div(size_t(M), kBlock / 32)), dim3(kBlock), 0,
-             stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
+      launch_overlapped(layernorm_residual_backward_kernel<32, true>, dim3(ceil_div(size_t(M), kBlock / 32)),
+                        dim3(kBlock), 0, stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
     else
-      launch(layernorm_residual_backward_kernel<kBlock, true>, dim3(unsigned(M)), dim3(kBlock),
-             row_smem_bytes<kBlock>(), stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
+      launch_overlapped(layernorm_residual_backward_kernel<kBlock, true>, dim3(unsigned(M)), dim3(kBlock),
+                        row_smem_bytes<kBlock>(), stream, dh1, h0, gamma, mean, rstd, stats, M, N, vec);
   }
-  launch(D == kInSmallD  ? layernorm_input_grad_kernel<kInSmallD, true>
-         : D < kInSmallD ? layernorm_input_grad_kernel<kInSmallD, false>
-                         : layernorm_input_grad_kernel<kLayerNormMaxObs, false>,
-         dim3(ceil_div(size_t(N), kInTile), chunks), dim3(kBlock), 0, stream, dh1, h0, X, gamma, mean, rstd,
-         static_cast<const float*>(stats), M, N, D, colsum::rows_per_chunk(size_t(M)), partial);
+  launch_overlapped(D == kInSmallD  ? layernorm_input_grad_kernel<kInSmallD, true>
+                    : D < kInSmallD ? layernorm_input_grad_kernel<kInSmallD, false>
+                                    : layernorm_input_grad_kernel<kLayerNormMaxObs, false>,
+                    dim3(ceil_div(size_t(N), kInTile), chunks), dim3(kBlock), 0, stream, dh1, h0, X, gamma, mean, rstd,
+                    static_cast<const float*>(stats), M, N, D, colsum::rows_per_chunk(size_t(M)), partial);
 }
 
 }  // namespace
@@ -340,8 +346,8 @@ void layernorm_input_backward_cuda(const float* dh1, const float* h0, const floa
     layernorm_onepass::partial_sums_cuda(dh1, X, W_in, gamma, mean, rstd, M, N, D, partial, stream);
   else
     layernorm_input_two_passes(dh1, h0, X, gamma, mean, rstd, M, N, D, chunks, partial, stats, stream);
-  launch(layernorm_input_finish_kernel, dim3(ceil_div(size_t(2 + D) * N, kBlock)), dim3(kBlock), 0, stream,
-         static_cast<const float*>(partial), chunks, N, D, dgamma, dbeta, dW_in);
+  launch_overlapped(layernorm_input_finish_kernel, dim3(ceil_div(size_t(2 + D) * N, kBlock)), dim3(kBlock), 0, stream,
+                    static_cast<const float*>(partial), chunks, N, D, dgamma, dbeta, dW_in);
 }
 
 }  // namespace grpo

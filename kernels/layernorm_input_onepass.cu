@@ -1,4 +1,5 @@
 // The LayerNorm input backward in one pass over dh1, h0 recomputed (layernorm_input_onepass.h).
+#include "core/grid_dependency.cuh"
 #include "kernels/layernorm_input_onepass.h"
 
 #include <algorithm>
@@ -49,6 +50,7 @@ struct RowIn {
 template <bool kExactD, bool kH0Out>
 __global__ void __launch_bounds__(kThreads, 1)
     layernorm_input_onepass_kernel(Args a, unsigned team, unsigned rows_per_chunk, float* __restrict__ partial) {
+  follow_previous_kernel();
   __shared__ float warp_sums[kWarps][2];  // [warp of the block][sum]: a team's warps are contiguous
   __shared__ float row_means[kWarps][2];  // [team][mean of dxhat, of dxhat xhat]; at most 16 teams
   __shared__ float4 team_cols[kThreads];  // the chunk's end: one column sum, the teams' in order
@@ -210,7 +212,8 @@ size_t dynamic_limit() {
 template <bool kExactD, bool kH0Out>
 void launch_onepass(const Args& a, unsigned tm, size_t smem, unsigned chunks, unsigned rows, float* partial,
                     cudaStream_t stream) {
-  launch(layernorm_input_onepass_kernel<kExactD, kH0Out>, chunks, kThreads, smem, stream, a, tm, rows, partial);
+  launch_overlapped(layernorm_input_onepass_kernel<kExactD, kH0Out>, chunks, kThreads, smem, stream, a, tm, rows,
+                    partial);
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/grid_dependency.cuh"
 #include "kernels/activations_colsum.cuh"
 #include "kernels/activations_vec.cuh"
 #include "core/launch.h"
@@ -280,6 +281,7 @@ void Blas::gemm_bf16(bool ta, bool tb, int m, int n, int k, const Bf16* A, int l
 
 // Y[row, col] += bias[col]; one thread per group of 4 columns of a row (float4 when N % 4 == 0).
 __global__ void bias_add_kernel(float* __restrict__ Y, const float* __restrict__ bias, int M, int N, bool vec) {
+  follow_previous_kernel();
   ColumnGroup c;
   if (!column_group(M, N, c)) return;
   float y[4], b[4];
@@ -295,7 +297,7 @@ void bias_add(float* Y, const float* bias, int M, int N, cudaStream_t stream) {
   if (bias == nullptr) return;
   const bool vec = N % 4 == 0 && aligned16(Y) && aligned16(bias);
   const size_t threads = size_t(M) * ((N + 3) / 4);
-  launch(bias_add_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, Y, bias, M, N, vec);
+  launch_overlapped(bias_add_kernel, dim3(ceil_div(threads, 256)), dim3(256), 0, stream, Y, bias, M, N, vec);
 }
 }  // namespace
 
@@ -376,6 +378,7 @@ struct BiasGradRows {
 };
 
 __global__ void bias_grad_kernel(BiasGradRows f, int M, unsigned rows_per_chunk, float* partial) {
+  follow_previous_kernel();
   colsum::stage1<1>(f, M, f.N, rows_per_chunk, partial);
 }
 
@@ -384,8 +387,8 @@ void bias_grad_cuda(const float* dY, float* db, int M, int N, float* scratch, cu
   if (M < 0 || N < 0) throw std::invalid_argument("bias_grad_cuda: negative shape");
   if (N == 0) return;
   const BiasGradRows f{dY, N, N % 4 == 0 && aligned16(dY)};
-  launch(bias_grad_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(), colsum::smem_bytes(1), stream, f, M,
-         colsum::rows_per_chunk(size_t(M)), scratch);
+  launch_overlapped(bias_grad_kernel, colsum::stage1_grid(M, N), colsum::stage1_block(), colsum::smem_bytes(1), stream,
+                    f, M, colsum::rows_per_chunk(size_t(M)), scratch);
   colsum::finish_cuda(scratch, colsum::chunks(size_t(M)), N, db, nullptr, stream);
 }
 

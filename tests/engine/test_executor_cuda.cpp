@@ -128,6 +128,31 @@ TEST(ExecutorCuda, GraphSizeCountsTheNodesByKind) {
   }
 }
 
+// Every kernel of the epoch follows the kernel before it programmatically (core/launch.h's
+// launch_overlapped, core/grid_dependency.cuh's follow_previous_kernel), so a graph has each
+// next kernel resident and waiting before the one before it ends: every edge from a kernel node
+// to a kernel node is programmatic, but the one into the cluster kernel (launched as a cluster,
+// the ordinary way). The emulator's products are host nodes, not kernels, so the edges around
+// them are not counted.
+TEST(ExecutorCuda, EveryKernelFollowsTheKernelBeforeItProgrammatically) {
+  GRPO_REQUIRE_DEVICE();
+  for (const bool cluster : {false, true})
+    for (const Algo algo : {Algo::Reference, Algo::Grpo}) {
+      SCOPED_TRACE(std::string(cluster ? "cluster rollout" : "stepwise rollout") +
+                   (algo == Algo::Grpo ? ", grpo" : ", reference"));
+      TrainConfig c = algo == Algo::Grpo ? tiny_grpo_config() : tiny_config();
+      c.use_graph = true;
+      c.hidden_size = 32;  // the few-row product and the cluster kernel's smallest width
+      c.rollout_cluster = cluster;
+      auto ex = make_cuda_executor(c);
+      ex->set_state(initial_state(c));
+      const Executor::GraphSize s = ex->capture_graph();
+      EXPECT_EQ(s.edges, s.nodes - 1) << "one stream: a chain";
+      EXPECT_GT(s.kernel_edges, 10u) << "the rollout, the loss pass and the update";
+      EXPECT_EQ(s.programmatic, s.kernel_edges - (cluster ? 1 : 0));
+    }
+}
+
 // The run says whether --cluster-rollout was taken, and why not where the shape is not the
 // kernel's: fewer than 32 columns, or TF32 (whose product stays on cuBLASLt).
 TEST(ExecutorCuda, InfoSaysWhetherTheClusterRolloutIsTaken) {
