@@ -130,6 +130,29 @@ inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_
 #endif
 }
 
+// launch_cluster, allowed to start before the kernel before it has finished, as launch_overlapped
+// is (under the same conditions; else an ordinary cluster launch): the two attributes together, as
+// CUTLASS's sm_90 kernels take them.
+template <class... P, class... A>
+inline void launch_cluster_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                      unsigned cluster, A&&... args) {
+#if defined(__CUDACC__)
+  if (!launch_detail::waits_for_previous(reinterpret_cast<const void*>(kernel)) ||
+      !launch_detail::follows_kernels(stream))
+    return launch_cluster(kernel, grid, block, smem, stream, cluster, std::forward<A>(args)...);
+  cudaLaunchAttribute attrs[2];
+  cudaLaunchConfig_t config = cluster_config(grid, block, smem, stream, cluster, attrs[0]);
+  attrs[1] = cudaLaunchAttribute{};
+  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attrs[1].val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = attrs;
+  config.numAttrs = 2;
+  CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
+#elif defined(GRPO_SIMT)
+  CUDA_CHECK(::simt::launch_cluster_overlapped(kernel, grid, block, smem, stream, cluster, std::forward<A>(args)...));
+#endif
+}
+
 inline unsigned ceil_div(size_t n, unsigned d) { return static_cast<unsigned>((n + d - 1) / d); }
 
 }  // namespace grpo

@@ -209,6 +209,17 @@ cudaError_t launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t s
   return detail::submit_kernel(std::move(k), stream);
 }
 
+// Both: a cluster launch that may start while the kernel before it still runs
+// (core/launch.h's launch_cluster_overlapped).
+template <class... P, class... A>
+cudaError_t launch_cluster_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                                      unsigned cluster, A&&... args) {
+  detail::KernelLaunch k = detail::frozen_launch(kernel, grid, block, smem, std::forward<A>(args)...);
+  k.cluster = cluster;
+  k.overlapped = true;
+  return detail::submit_kernel(std::move(k), stream);
+}
+
 namespace detail {
 
 // tools/simt_run rewrites `kernel<<<grid, block, smem, stream>>>(args)` into

@@ -27,6 +27,7 @@
 
 #include "core/cluster.cuh"
 #include "core/cluster_mailbox.cuh"
+#include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "core/phase_clock.cuh"
 #include "engine/cuda/rollout_cluster.h"
@@ -118,6 +119,10 @@ __global__ void __launch_bounds__(kStepThreads, 3)
   Mailbox* const a1_box = reinterpret_cast<Mailbox*>(smem + at.mail);  // a1's mailbox, then xs's
   Mailbox* const xs_box = a1_box + 1;
   if (threadIdx.x == 0) mailbox_init(a1_box, 2, kStepWarps);
+  // Launched overlapped: the weights were written kernels before the one before this (the epoch's
+  // casts, or an update), so they are staged while that kernel still runs; what it writes (step
+  // 0's h1 rows) and what the kernels just before it wrote (the games' states) come after the
+  // wait.
   stage_rows(ws, stride, W + size_t(c0) * H, cols, H);
   ParamViews p = s.p;
   p.fc_in_w_t = on_chip + op.fc_in_w_t, p.fc1_b = on_chip + op.fc1_b, p.fc_out_w = on_chip + op.fc_out_w;
@@ -128,6 +133,7 @@ __global__ void __launch_bounds__(kStepThreads, 3)
   stage_rows(p.ln_gamma, H, s.p.ln_gamma, 1, H);
   stage_rows(p.ln_beta, H, s.p.ln_beta, 1, H);
   if (threadIdx.x < unsigned(kActions)) p.fc_out_b[threadIdx.x] = s.p.fc_out_b[threadIdx.x];
+  wait_for_previous_kernel();
   stage_rows(xs, stride, X + size_t(g0) * H, rows, H);  // step 0's; the later steps' come from the blocks
   if (threadIdx.x == 0)
     for (unsigned g = g0 + rank; g < g1; g += C) states[(g - g0) / C] = s.games.load(int(g));
@@ -196,7 +202,8 @@ __global__ void __launch_bounds__(kStepThreads, 3)
     xs_parity ^= 1u;
     copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
   }
-  GRPO_CLUSTER_SYNC();  // no block exits while a send to it may be in flight
+  release_next_kernel();  // the kernel after starts only now: its blocks would sit on the SMs for the whole rollout
+  GRPO_CLUSTER_SYNC();    // no block exits while a send to it may be in flight
 }
 
 struct Plan {
@@ -318,8 +325,8 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
                                 " bytes the device has, or clusters it cannot hold");
   const auto kernel =
       rollout_step_vec(first) ? rollout_cluster_kernel<T, kMma, true> : rollout_cluster_kernel<T, kMma, false>;
-  launch_cluster(kernel, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream, kClusterBlocks, game,
-                 first, X, W, uint32_t(steps), p.clusters, clocks);
+  launch_cluster_overlapped(kernel, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
+                            kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, clocks);
 }
 
 }  // namespace

@@ -129,11 +129,10 @@ TEST(ExecutorCuda, GraphSizeCountsTheNodesByKind) {
 }
 
 // Every kernel of the epoch follows the kernel before it programmatically (core/launch.h's
-// launch_overlapped, core/grid_dependency.cuh's follow_previous_kernel), so a graph has each
+// launch_overlapped and launch_cluster_overlapped, core/grid_dependency.cuh), so a graph has each
 // next kernel resident and waiting before the one before it ends: every edge from a kernel node
-// to a kernel node is programmatic, but the one into the cluster kernel (launched as a cluster,
-// the ordinary way). The emulator's products are host nodes, not kernels, so the edges around
-// them are not counted.
+// to a kernel node is programmatic. The emulator's products are host nodes, not kernels, so the
+// edges around them are not counted.
 TEST(ExecutorCuda, EveryKernelFollowsTheKernelBeforeItProgrammatically) {
   GRPO_REQUIRE_DEVICE();
   for (const bool cluster : {false, true})
@@ -149,7 +148,7 @@ TEST(ExecutorCuda, EveryKernelFollowsTheKernelBeforeItProgrammatically) {
       const Executor::GraphSize s = ex->capture_graph();
       EXPECT_EQ(s.edges, s.nodes - 1) << "one stream: a chain";
       EXPECT_GT(s.kernel_edges, 10u) << "the rollout, the loss pass and the update";
-      EXPECT_EQ(s.programmatic, s.kernel_edges - (cluster ? 1 : 0));
+      EXPECT_EQ(s.programmatic, s.kernel_edges);
     }
 }
 
