@@ -7,9 +7,10 @@
 // tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on 2 or 4 streams
 // (--rollout-streams). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
-// bench/README.md (issue 16 item 1). After each cluster mode, one more rollout with the kernel's
-// phase clocks on (core/phase_clock.h) says where its step goes: the SM cycles of each phase of
-// a step in the first cluster's blocks, medians over the steps. --json writes the rows. On the
+// bench/README.md (issue 16 item 1). After each cluster mode and each graph of the steps unrolled
+// on one stream, one more rollout with phase clocks on (core/phase_clock.h) says where its step
+// goes: the SM cycles of each phase of a step in the first cluster's blocks (or the fused step's
+// first games' blocks), medians over the steps. --json writes the rows. On the
 // SIMT build the "device" is the CPU emulator: each mode runs once at a tiny shape as a smoke
 // test, timings are not taken (the phases' figures are the emulator's nanoseconds).
 #include <algorithm>
@@ -31,6 +32,7 @@
 #include "core/phase_clock.h"
 #include "engine/cuda/ops.h"
 #include "engine/cuda/rollout_cluster.h"
+#include "engine/cuda/rollout_step.h"
 #include "engine/executor.h"
 #include "engine/step.h"
 #include "kernels/matmul.h"
@@ -74,6 +76,7 @@ struct Bench {
   cuda::Graph graph;
   cuda::GraphExec exec;
 
+  // clocks: the cluster kernel's (cluster modes) or the fused step's (the others).
   Bench(const TrainConfig& cfg, const Mode& m, const PhaseClocks& clocks = {})
       : c(cfg),
         slabs(cuda::device_array<float>(4 * ParamLayout(cfg.hidden_size, cfg.obs_dim()).total)),
@@ -88,7 +91,7 @@ struct Bench {
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
     ops.set_rollout_streams(m.streams);
-    ops.set_rollout_clocks(clocks);
+    (m.cluster ? ops.set_rollout_clocks(clocks) : ops.set_step_clocks(clocks));
     b = StepBuffers::over(slabs.get(), arena.get(), c);
     refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());
     r = Ops::Rollout{b.p,           b.acts,
@@ -119,14 +122,24 @@ struct Bench {
   }
 };
 
-// The cluster kernel's phases in a rollout of mode m (a Bench of its own, so the timed one runs
-// without clocks): warp 0 of each block of the first cluster, whose marks are its step's path
-// (its thread 0 samples and plays; the others wait at the same barriers). Prints a row a phase:
-// block 0's median cycles, the median and the largest of the blocks' medians, the share of the
-// step and the microseconds that share is of us_step (the timed rollout's). Returns the rows.
-nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_step) {
+// Whether mode m's rollout has phase clocks: the cluster kernel's, or the fused step's where the
+// graph runs the steps unrolled on one stream (each stream's launches would mark the same blocks).
+bool has_phases(const Mode& m) { return m.cluster || (m.graph && !m.loop && m.streams == 1); }
+
+// The phases of a step in a rollout of mode m (a Bench of its own, so the timed one runs without
+// clocks): warp 0 of each of the first cluster's blocks, or of the fused step's blocks of the
+// first kClusterBlocks games, whose marks are its step's path (its thread 0 samples and plays;
+// the others wait at the same barriers). Prints a row a phase: block 0's median cycles, the
+// median and the largest of the blocks' medians, the share of the step and the microseconds that
+// share is of us_step (the timed rollout's; the fused step's phases end with its launch, which
+// begins under the product, so there a share is of the launch, not of the step). Returns the rows.
+nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   PhaseClocks pc;
-  pc.blocks = kClusterBlocks, pc.steps = unsigned(c.max_steps), pc.marks = kClusterMarks, pc.warps = kClusterWarps;
+  pc.blocks = kClusterBlocks, pc.steps = unsigned(c.max_steps);
+  pc.marks = m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
+  const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
+  const unsigned n = m.cluster ? kClusterMarks : kStepMarks - 1;  // phases
+  const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
   auto buffer = cuda::device_array<long long>(pc.size());
   pc.at = buffer.get();
   const std::vector<long long> unmarked(pc.size(), kUnmarked);
@@ -142,10 +155,10 @@ nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_ste
   CUDA_CHECK(cudaMemcpy(at.data(), pc.at, at.size() * sizeof(long long), cudaMemcpyDeviceToHost));
 
   std::vector<PhaseMedians> blocks;
-  for (unsigned b = 0; b < pc.blocks; ++b) blocks.push_back(phase_medians(at, pc, b, 0));
-  std::vector<double> of_blocks(kClusterMarks), largest(kClusterMarks, 0.0), steps;
+  for (unsigned b = 0; b < pc.blocks; ++b) blocks.push_back(phase_medians(at, pc, b, 0, end));
+  std::vector<double> of_blocks(n), largest(n, 0.0), steps;
   double sum = 0;
-  for (unsigned k = 0; k < kClusterMarks; ++k) {
+  for (unsigned k = 0; k < n; ++k) {
     std::vector<double> v;
     for (const PhaseMedians& b : blocks) v.push_back(b.phase[k]), largest[k] = std::max(largest[k], b.phase[k]);
     of_blocks[k] = median(v);
@@ -155,15 +168,16 @@ nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_ste
   int dev = 0, khz = 0;
   CUDA_CHECK(cudaGetDevice(&dev));
   CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev));
-  std::printf("  phases of a step (%s): warp 0 of the first cluster's %u blocks, medians over %zu of %d steps\n",
-              m.name, pc.blocks, blocks[0].steps, c.max_steps);
+  const char* whose = m.cluster ? "the first cluster's" : "the first games'";
+  std::printf("  phases of a step (%s): warp 0 of %s %u blocks, medians over %zu of %d steps\n", m.name, whose,
+              pc.blocks, blocks[0].steps, c.max_steps);
   std::printf("  %-18s %14s %14s %14s %8s %10s\n", "phase", "cycles blk 0", "median blks", "max blks", "share", "us");
   nlohmann::json rows = nlohmann::json::array();
-  for (unsigned k = 0; k < kClusterMarks; ++k) {
+  for (unsigned k = 0; k < n; ++k) {
     const double share = sum > 0 ? of_blocks[k] / sum : 0;
-    std::printf("  %-18s %14.0f %14.0f %14.0f %7.1f%% %10.3f\n", kClusterPhases[k], blocks[0].phase[k], of_blocks[k],
-                largest[k], 100 * share, share * us_step);
-    rows.push_back({{"phase", kClusterPhases[k]},
+    std::printf("  %-18s %14.0f %14.0f %14.0f %7.1f%% %10.3f\n", names[k], blocks[0].phase[k], of_blocks[k], largest[k],
+                100 * share, share * us_step);
+    rows.push_back({{"phase", names[k]},
                     {"cycles_block0", blocks[0].phase[k]},
                     {"cycles_median", of_blocks[k]},
                     {"cycles_max", largest[k]},
@@ -173,7 +187,8 @@ nlohmann::json cluster_phases(const TrainConfig& c, const Mode& m, double us_ste
   const double step_cycles = median(steps);
   std::printf("  %-18s %14.0f %14.0f %14s %8s %10.3f  (%.3f us at the SM's %d MHz)\n", "step", blocks[0].step,
               step_cycles, "", "", us_step, step_cycles / (khz / 1e3), khz / 1000);
-  return {{"blocks", pc.blocks},
+  return {{"whose", whose},
+          {"blocks", pc.blocks},
           {"steps", blocks[0].steps},
           {"step_cycles", step_cycles},
           {"sm_clock_mhz", khz / 1e3},
@@ -233,9 +248,9 @@ int main(int argc, char** argv) {
         rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
 #endif
       }
-      if (m.cluster) {
-        nlohmann::json phases = cluster_phases(c, m, us_step);
-        if (!rows.empty() && rows.back()["mode"] == m.name) rows.back()["phases"] = std::move(phases);
+      if (has_phases(m)) {
+        nlohmann::json table = phases(c, m, us_step);
+        if (!rows.empty() && rows.back()["mode"] == m.name) rows.back()["phases"] = std::move(table);
       }
     }
     if (!json_path.empty()) {

@@ -30,32 +30,40 @@ struct PhaseClocks {
 // What the host fills the buffer with before a launch: a mark that holds it was never reached.
 constexpr long long kUnmarked = LLONG_MIN;
 
-// One warp's phases (phase k of a step runs from its mark k to mark k + 1, the last one to the
-// next step's mark 0): for each phase the median of its cycles over the steps whose marks are
-// all there and are followed by a marked step, and the median of those steps' cycles; `steps`
-// says how many steps that was (0: no medians).
+// Where a step's last phase ends: at the next step's first mark (a kernel that runs all the
+// steps), or at the step's own last mark (a launch a step, whose next step's blocks may run on
+// other SMs, with counters that do not compare).
+enum class PhaseEnd { NextStep, LastMark };
+
+// One warp's phases (phase k of a step runs from its mark k to mark k + 1; with NextStep the last
+// one to the next step's mark 0, with LastMark there is none past the last mark): for each phase
+// the median of its cycles over the steps whose marks are all there (and, with NextStep, are
+// followed by a marked step), and the median of those steps' cycles; `steps` says how many steps
+// that was (0: no medians).
 struct PhaseMedians {
   std::vector<double> phase;
   double step = 0;
   size_t steps = 0;
 };
 
-inline PhaseMedians phase_medians(const std::vector<long long>& at, const PhaseClocks& c, unsigned block,
-                                  unsigned warp) {
+inline PhaseMedians phase_medians(const std::vector<long long>& at, const PhaseClocks& c, unsigned block, unsigned warp,
+                                  PhaseEnd end = PhaseEnd::NextStep) {
   PhaseMedians out;
-  out.phase.assign(c.marks, 0.0);
-  if (c.marks == 0 || at.size() < c.size()) return out;
-  std::vector<std::vector<double>> cycles(c.marks);
+  const bool next = end == PhaseEnd::NextStep;
+  const unsigned phases = next ? c.marks : (c.marks > 0 ? c.marks - 1 : 0);  // marks m[0..phases]
+  out.phase.assign(phases, 0.0);
+  if (phases == 0 || at.size() < c.size()) return out;
+  std::vector<std::vector<double>> cycles(phases);
   std::vector<double> steps;
-  for (unsigned t = 0; t + 1 < c.steps; ++t) {
-    std::vector<long long> m(c.marks + 1);
-    for (unsigned k = 0; k <= c.marks; ++k)
+  for (unsigned t = 0; t + (next ? 1 : 0) < c.steps; ++t) {
+    std::vector<long long> m(phases + 1);
+    for (unsigned k = 0; k <= phases; ++k)
       m[k] = k < c.marks ? at[c.index(block, t, k, warp)] : at[c.index(block, t + 1, 0, warp)];
     if (std::count(m.begin(), m.end(), kUnmarked) > 0) continue;
-    for (unsigned k = 0; k < c.marks; ++k) cycles[k].push_back(double(m[k + 1] - m[k]));
-    steps.push_back(double(m[c.marks] - m[0]));
+    for (unsigned k = 0; k < phases; ++k) cycles[k].push_back(double(m[k + 1] - m[k]));
+    steps.push_back(double(m[phases] - m[0]));
   }
-  for (unsigned k = 0; k < c.marks; ++k) out.phase[k] = median(cycles[k]);
+  for (unsigned k = 0; k < phases; ++k) out.phase[k] = median(cycles[k]);
   out.step = median(steps);
   out.steps = steps.size();
   return out;

@@ -110,9 +110,12 @@ class CudaOps final : public Ops {
     rollout_cluster_ = on;
     cluster_mma_ = tensor_cores;
   }
-  // The cluster kernel's phase clocks (rollout_cluster.h's ClusterMark; bench_rollout_cuda
-  // --phases), in the launches and captures from now on; off by default.
+  // The cluster kernel's phase clocks (rollout_cluster.h's ClusterMark), and the fused step's in
+  // the steps on one stream (rollout_step.h's StepMark; not the WHILE loop's body, nor the steps
+  // on several streams), in the launches and captures from now on (bench_rollout_cuda); off by
+  // default.
   void set_rollout_clocks(const PhaseClocks& clocks) { rollout_clocks_ = clocks; }
+  void set_step_clocks(const PhaseClocks& clocks) { step_clocks_ = clocks; }
 
   // What the captures since the last reset put inside loop bodies: nodes (each counted once)
   // and node runs per replay (nodes times trips).
@@ -131,7 +134,7 @@ class CudaOps final : public Ops {
   bool rollout_loop_ = false;
   bool rollout_cluster_ = false;
   bool cluster_mma_ = false;
-  PhaseClocks rollout_clocks_;
+  PhaseClocks rollout_clocks_, step_clocks_;
   int rollout_streams_ = 1;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters
   cuda::Stream body_stream_;                   // captures the loop's body

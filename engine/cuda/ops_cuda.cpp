@@ -109,7 +109,7 @@ void CudaOps::adamw(float* params, const float* grads, float* m, float* v, size_
   adamw_cuda(params, grads, m, v, n, s, cfg, stream_, copy);
 }
 void CudaOps::finish_update(TrainScalars* s) { finish_update_cuda(s, stream_); }
-void CudaOps::rollout_step(const RolloutStep& s) { rollout_step_cuda(game_, s, stream_); }
+void CudaOps::rollout_step(const RolloutStep& s) { rollout_step_cuda(game_, s, stream_, GameRange{}, step_clocks_); }
 void CudaOps::advance_schedule(TrainScalars* s) { advance_schedule_cuda(s, stream_); }
 void CudaOps::mean_f32(const float* x, int n, float* out, float* scratch) {
   mean_f32_cuda(x, n, out, scratch, stream_);

@@ -6,6 +6,7 @@
 
 #include "core/grid_dependency.cuh"
 #include "core/launch.h"
+#include "core/phase_clock.cuh"
 #include "engine/cuda/rollout_step.h"
 #include "engine/cuda/rollout_step_block.cuh"
 
@@ -17,27 +18,36 @@ using namespace rollout_step_detail;
 
 // The unrolled steps' kernel starts overlapped with the product before it (launch_overlapped):
 // its blocks draw their dropout bits and load the parameters while the product runs, then wait
-// for its a1, and let the next step's product start.
+// for its a1, and let the next step's product start. Where the clocks are on, it marks its
+// phases (StepMark) at step t.
 struct AfterProduct : StepHooks {
+  PhaseClocks clocks;
+  uint32_t t;
   __device__ __forceinline__ void ready() const {
     wait_for_previous_kernel();
+    phase_mark(clocks, t, kStepMarkA1);
     release_next_kernel();
   }
+  __device__ __forceinline__ void mark_head() const { phase_mark(clocks, t, kStepMarkHead); }
+  __device__ __forceinline__ void mark_game() const { phase_mark(clocks, t, kStepMarkGame); }
 };
+static_assert(kStepWarps == 4, "rollout_step.h's clocks check counts four warps");
 
 // loop.counters == nullptr: step s.t, at s's pointers. Otherwise step counters[0], at rows
 // t * N.. of s's step-0 pointers (rollout_step.h).
 template <bool kVec>
 __global__ void __launch_bounds__(kStepThreads, 5)
-    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, int first_game) {
+    rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, int first_game, PhaseClocks clocks) {
   __shared__ StepScratch<4> sh;
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
   if (loop.counters && t >= loop.steps) return;  // past the loop's steps: the condition is already false
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
+  phase_mark(clocks, t, kStepMarkStart);
   rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, unsigned(first_game) + blockIdx.x, s.obs_next == nullptr,
-                           sh, nullptr, AfterProduct{});
+                           sh, nullptr, AfterProduct{{}, clocks, t});
+  phase_mark(clocks, t, kStepMarkEnd);
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
     if (atomicAdd(&loop.counters[1], 1u) == gridDim.x - 1) {
@@ -65,8 +75,12 @@ void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, 
 
 namespace {
 void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop, GameRange games,
-                 cudaStream_t stream) {
+                 const PhaseClocks& clocks, cudaStream_t stream) {
   check_rollout_step_args(game, s, "rollout_step_cuda");
+  if (clocks.at && (clocks.marks > kStepMarks || clocks.warps > unsigned(kStepWarps)))
+    throw std::invalid_argument("rollout_step_cuda: phase clocks of " + std::to_string(clocks.marks) + " marks and " +
+                                std::to_string(clocks.warps) + " warps; the kernel has " + std::to_string(kStepMarks) +
+                                " and " + std::to_string(kStepWarps));
   const int count = games.count < 0 ? s.N - games.first : games.count;
   if (games.first < 0 || count < 0 || games.first > s.N - count)
     throw std::invalid_argument("rollout_step_cuda: games [" + std::to_string(games.first) + ", " +
@@ -75,14 +89,15 @@ void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const Rollou
   if (count == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_step_kernel<true> : rollout_step_kernel<false>;
   if (loop.counters)  // a WHILE node's body: launched the ordinary way
-    launch(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first);
+    launch(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first, clocks);
   else
-    launch_overlapped(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first);
+    launch_overlapped(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first, clocks);
 }
 }  // namespace
 
-void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games) {
-  launch_step(game, s, RolloutLoop{nullptr, 0, 0}, games, stream);
+void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games,
+                       const PhaseClocks& clocks) {
+  launch_step(game, s, RolloutLoop{nullptr, 0, 0}, games, clocks, stream);
 }
 
 void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop,
@@ -91,7 +106,7 @@ void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s,
     throw std::invalid_argument("rollout_step_looped_cuda: needs the counters and a next step");
   // Without a kernel in the body nothing would clear the loop's condition: the GPU would spin.
   if (s.N == 0) throw std::invalid_argument("rollout_step_looped_cuda: needs at least one game");
-  launch_step(game, s, loop, GameRange{}, stream);
+  launch_step(game, s, loop, GameRange{}, PhaseClocks{}, stream);
 }
 
 }  // namespace grpo

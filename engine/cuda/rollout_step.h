@@ -2,6 +2,7 @@
 // turn, is its host twin): one block per game runs the head, the sampling, the game and the next
 // step's trunk up to fc1, so a rollout step is this kernel plus the product with fc1.
 #pragma once
+#include "core/phase_clock.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
 
@@ -20,9 +21,22 @@ namespace grpo {
 struct GameRange {
   int first = 0, count = -1;
 };
+
+// The fused step's marks for PhaseClocks (core/phase_clock.h), at step s.t of the clocks: the
+// block starts (launched overlapped, while the product before it still runs), its a1 has come
+// (the wait for the product), the head is done (its barrier passed), the game is done (the
+// trunk's barrier passed), the step is done. Phase k runs from mark k to mark k + 1 within the
+// launch (PhaseEnd::LastMark: each step is a launch of its own); the last step has no trunk.
+enum StepMark : unsigned { kStepMarkStart, kStepMarkA1, kStepMarkHead, kStepMarkGame, kStepMarkEnd };
+constexpr unsigned kStepMarks = kStepMarkEnd + 1;
+inline constexpr const char* kStepPhases[kStepMarks - 1] = {"a1 wait (product)", "head", "policy and game", "trunk"};
+
 // Throws std::invalid_argument for a shape the kernel does not take (H outside the LayerNorm's
-// 8..8192, D other than the game's, more than 32 observation floats) or a range outside [0, N).
-void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games = {});
+// 8..8192, D other than the game's, more than 32 observation floats), a range outside [0, N), or
+// clocks of more than kStepMarks marks or 4 warps. `clocks` (bench_rollout_cuda): the StepMark
+// marks of the launch's first clocks.blocks blocks (games first ..).
+void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games = {},
+                       const PhaseClocks& clocks = {});
 // The checks behind that exception, `op` naming the caller (also rollout_cluster.cu's).
 void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, const char* op);
 

@@ -1,6 +1,7 @@
 // The host's reading of phase clocks (core/phase_clock.h): phase k of a step from its mark k to
-// the next, the last phase to the next step's first mark, medians over the steps whose marks are
-// all there; a step with a mark missing, and the last step (no next one), count for nothing.
+// the next, the last phase to the next step's first mark (or, for a launch a step, no phase past
+// the last mark), medians over the steps whose marks are all there; a step with a mark missing,
+// and with NextStep the last step (no next one), count for nothing.
 #include <random>
 #include <vector>
 
@@ -49,6 +50,36 @@ TEST(PhaseClocks, PhasesRunFromMarkToMarkAndSkipIncompleteSteps) {
   // A buffer shorter than the layout says reads nothing.
   at.pop_back();
   EXPECT_EQ(phase_medians(at, c, 1, 1).steps, 0u);
+}
+
+// A launch a step (PhaseEnd::LastMark): the phases end at each step's last mark, the gap to the
+// next step's first is no phase's, and the last step counts too.
+TEST(PhaseClocks, PhasesEndAtTheLastMarkWhenEachStepIsALaunch) {
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<long long> base(0, 1ll << 40), gap(0, 1ll << 30);
+  PhaseClocks c;
+  c.blocks = 1, c.steps = 5, c.marks = 4, c.warps = 1;
+  std::vector<long long> at(c.size(), kUnmarked);
+  // Step t starts anywhere (another SM's counter); its marks at +7, +7 + 2t and +100 + 3t past
+  // that; step 1 lacks its last mark.
+  for (unsigned t = 0; t < c.steps; ++t) {
+    const long long start = base(rng) + gap(rng);
+    at[c.index(0, t, 0, 0)] = start;
+    at[c.index(0, t, 1, 0)] = start + 7;
+    at[c.index(0, t, 2, 0)] = start + 7 + 2 * t;
+    if (t != 1) at[c.index(0, t, 3, 0)] = start + 100 + 3 * t;
+  }
+  const PhaseMedians m = phase_medians(at, c, 0, 0, PhaseEnd::LastMark);
+  // Steps 0, 2, 3 and 4: phase 1 is 2t (0, 4, 6, 8), phase 2 93 + t (93, 95, 96, 97), the step
+  // 100 + 3t (100, 106, 109, 112).
+  ASSERT_EQ(m.steps, 4u);
+  ASSERT_EQ(m.phase.size(), 3u);
+  EXPECT_EQ(m.phase[0], 7.0);
+  EXPECT_EQ(m.phase[1], 5.0);
+  EXPECT_EQ(m.phase[2], 95.5);
+  EXPECT_EQ(m.step, 107.5);
+  // Read the other way, each last phase would run to the next step's start: anything at all.
+  EXPECT_EQ(phase_medians(at, c, 0, 0).phase.size(), 4u);
 }
 
 }  // namespace

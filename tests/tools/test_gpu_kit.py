@@ -317,11 +317,16 @@ class Report(unittest.TestCase):
                                        "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2,
                                        "splits": [{"split": 2, "us": 7.5}, {"split": 3, "us": None}]}]
             kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25},
-                                               "reference": {"eager": 160.0}}
+                                               "reference": {"eager": 160.0, "graph, steps unrolled, bf16": 23.7}}
             kit.data["rollout_phases"] = {"small": {"graph, cluster kernel": {
                 "blocks": 8, "steps": 199, "step_cycles": 18000.0, "sm_clock_mhz": 1980.0,
                 "rows": [{"phase": "product", "cycles_block0": 2100.0, "cycles_median": 2000.0, "cycles_max": 2500.0,
-                          "share": 0.25, "us": 2.3125}]}}}
+                          "share": 0.25, "us": 2.3125}]}},
+                "reference": {"graph, steps unrolled, bf16": {
+                    "whose": "the first games'", "blocks": 8, "steps": 99, "step_cycles": 40000.0,
+                    "sm_clock_mhz": 1980.0,
+                    "rows": [{"phase": "a1 wait (product)", "cycles_block0": 20000.0, "cycles_median": 19000.0,
+                              "cycles_max": 21000.0, "share": 0.5, "us": 11.85}]}}}
             kit.data["graph_nodes"] = {"small bf16": 27, "reference": 326}
             kit.data["graph_node_kinds"] = {"small bf16": "24 kernel, 0 memset"}
             kit.data["graph_edges"] = {"small bf16": [26, 24, 23]}  # as the JSON gives it back: a list
@@ -354,6 +359,12 @@ class Report(unittest.TestCase):
         self.assertIn("medians over 199 steps; us: the share of the step (by the blocks' medians) of its 9.25 us", md)
         self.assertIn("| product | 2100 | 2000 | 2500 | 25.0% | 2.31 |", md)
         self.assertIn("| step | - | 18000 | - | 100% | 18000 cycles at 1980 MHz: 9.09 us |", md)
+        # The fused step's: its blocks named, and a share said to be of the launch.
+        self.assertIn("### Where a step of the reference rollout goes: graph, steps unrolled, bf16 (phase clocks)", md)
+        self.assertIn("Warp 0 of the first games' 8 blocks, SM cycles a phase, medians over 99 steps", md)
+        self.assertIn("a share is of the launch, the a1 wait is the product's part of it.", md)
+        self.assertIn("| a1 wait (product) | 20000 | 19000 | 21000 | 50.0% | 11.85 |", md)
+        self.assertNotIn("Warp 0 of the first cluster's 8 blocks, SM cycles a phase, medians over 99", md)
 
 
 if __name__ == "__main__":

@@ -111,7 +111,8 @@ def rollout_latency(kit):
     """The rollout alone, microseconds per game step, per way of running it (bench_rollout_cuda:
     eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), each preset:
     set against an epoch's time, it splits the epoch into the rollout and the rest. For each cluster
-    mode also where its step goes (the kernel's phase clocks: cycles a phase, medians over steps)."""
+    mode and each graph of the steps unrolled on one stream also where its step goes (the phase
+    clocks of the cluster kernel or of the fused step: cycles a phase, medians over steps)."""
     kit.data["rollout_us_per_step"] = {}
     kit.data["rollout_phases"] = {}
 

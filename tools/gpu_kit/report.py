@@ -91,10 +91,14 @@ def markdown(doc):
         lines += ["| %s | %s |" % (m, " | ".join(_fmt(roll[p].get(m), "%.2f") for p in presets)) for m in modes]
     for p, modes in (doc.get("rollout_phases") or {}).items():
         for mode, ph in modes.items():
+            whose = ph.get("whose", "the first cluster's")
+            launch = "" if whose == "the first cluster's" else (
+                " The fused step's phases end with its launch, which begins under the product before it: a share "
+                "is of the launch, the a1 wait is the product's part of it.")
             lines += ["", "### Where a step of the %s rollout goes: %s (phase clocks)" % (p, mode), "",
-                      "Warp 0 of the first cluster's %d blocks, SM cycles a phase, medians over %d steps; us: the "
-                      "share of the step (by the blocks' medians) of its %.2f us above." % (
-                          ph["blocks"], ph["steps"], (roll.get(p) or {}).get(mode) or 0.0), "",
+                      "Warp 0 of %s %d blocks, SM cycles a phase, medians over %d steps; us: the "
+                      "share of the step (by the blocks' medians) of its %.2f us above.%s" % (
+                          whose, ph["blocks"], ph["steps"], (roll.get(p) or {}).get(mode) or 0.0, launch), "",
                       "| phase | cycles, block 0 | median of the blocks | largest of the blocks | share | us |",
                       "| --- | --- | --- | --- | --- | --- |"]
             lines += ["| %s | %.0f | %.0f | %.0f | %.1f%% | %.2f |" % (

@@ -1,13 +1,15 @@
-// The cluster kernel's phase clocks (core/phase_clock.h, rollout_cluster.h's ClusterMark): on,
-// they must change no byte of the rollout, and mark exactly the points each block passes, in
-// order, at every step: all seven in a block with a game but at the last step (the first four
-// there), none of the head's and the game's in a block without one. Fresh parameters each run;
-// the seed is printed on failure.
+// The rollout's phase clocks (core/phase_clock.h): on, they must change no byte of the rollout,
+// and mark exactly the points each block passes, in order, at every step. The cluster kernel's
+// (rollout_cluster.h's ClusterMark): all seven in a block with a game but at the last step (the
+// first four there), none of the head's and the game's in a block without one. The fused step's
+// (rollout_step.h's StepMark), a launch a step: all five but at the last step (no game's there).
+// Fresh parameters each run; the seed is printed on failure.
 #include <random>
 #include <vector>
 
 #include "core/phase_clock.h"
 #include "engine/cuda/rollout_cluster.h"
+#include "engine/cuda/rollout_step.h"
 #include "engine/policy.h"
 #include "tests/engine/rollout_arena_util.h"
 
@@ -86,6 +88,64 @@ TEST(RolloutClusterCuda, PhaseClocksOfBlocksWithoutAGame) {
   c.hidden_size = 64, c.batch_size = 2, c.max_steps = 3, c.precision = Precision::Bf16;
   ASSERT_EQ(c.games(), 6);
   expect_clocks_mark_the_steps(c, ClusterProduct::TensorCores);
+}
+
+// The steps on one stream, as CudaOps runs them, with the fused step's clocks on.
+RolloutRun stepwise_run(const PhaseClocks& clocks) {
+  return [clocks](CudaOps& ops, const Ops::Rollout& r, cudaStream_t) {
+    ops.set_step_clocks(clocks);
+    ops.rollout(r);
+    ops.set_step_clocks({});
+  };
+}
+
+// 15 games at hidden 40 in bf16 (the reference's precision): the clocks cover blocks 0-3 only;
+// too many marks are refused.
+TEST(RolloutStepCuda, PhaseClocksMarkEveryStepAndChangeNothing) {
+  GRPO_REQUIRE_DEVICE();
+  TrainConfig c = tiny_config();
+  c.hidden_size = 40, c.batch_size = 5, c.max_steps = 4, c.precision = Precision::Bf16;
+  ASSERT_EQ(c.games(), 15);
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << seed);
+  c.seed = seed;
+  const unsigned T = unsigned(c.max_steps);
+  const std::vector<float> slabs = random_slabs(c, seed);
+  const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
+  const Outcome plain = run_rollout(c, image, slabs, false, 1, stepwise_run({}));
+
+  PhaseClocks pc;
+  pc.blocks = 4, pc.steps = T, pc.marks = kStepMarks, pc.warps = 4;
+  ASSERT_GT(unsigned(c.games()), pc.blocks);
+  DeviceBuffer<long long> buffer(std::vector<long long>(pc.size(), kUnmarked));
+  pc.at = buffer.get();
+  const Outcome clocked = run_rollout(c, image, slabs, false, 1, stepwise_run(pc));
+  EXPECT_EQ(first_difference(plain.arena, clocked.arena), plain.arena.size()) << "the clocks changed the rollout";
+
+  const std::vector<long long> at = buffer.download();
+  for (unsigned b = 0; b < pc.blocks; ++b)
+    for (unsigned w = 0; w < pc.warps; ++w)
+      for (unsigned t = 0; t < T; ++t) {
+        long long before = kUnmarked;  // a launch's clocks compare within it only
+        for (unsigned k = 0; k < kStepMarks; ++k) {
+          const long long v = at[pc.index(b, t, k, w)];
+          SCOPED_TRACE(::testing::Message() << "block " << b << ", warp " << w << ", step " << t << ", mark " << k);
+          if (k == kStepMarkGame && t + 1 == T) {
+            EXPECT_EQ(v, kUnmarked) << "the last step has no trunk";
+            continue;
+          }
+          ASSERT_NE(v, kUnmarked);
+          EXPECT_GE(v, before) << "a mark before the one it follows";
+          before = v;
+        }
+      }
+  const PhaseMedians block0 = phase_medians(at, pc, 0, 0, PhaseEnd::LastMark);
+  EXPECT_EQ(block0.steps, size_t(T - 1)) << "every step but the last has all its phases";
+  ASSERT_EQ(block0.phase.size(), size_t(kStepMarks - 1));
+  EXPECT_EQ(sizeof(kStepPhases) / sizeof(kStepPhases[0]), block0.phase.size());
+  PhaseClocks wide = pc;
+  wide.marks = kStepMarks + 1;
+  EXPECT_THROW(run_rollout(c, image, slabs, false, 1, stepwise_run(wide)), std::invalid_argument);
 }
 
 }  // namespace
