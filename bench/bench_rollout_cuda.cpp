@@ -91,7 +91,10 @@ struct Bench {
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
     ops.set_rollout_streams(m.streams);
-    (m.cluster ? ops.set_rollout_clocks(clocks) : ops.set_step_clocks(clocks));
+    if (m.cluster)
+      ops.set_rollout_clocks(clocks);
+    else
+      ops.set_step_clocks(clocks);
     b = StepBuffers::over(slabs.get(), arena.get(), c);
     refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());
     r = Ops::Rollout{b.p,           b.acts,
@@ -138,7 +141,6 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   pc.blocks = kClusterBlocks, pc.steps = unsigned(c.max_steps);
   pc.marks = m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
   const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
-  const unsigned n = m.cluster ? kClusterMarks : kStepMarks - 1;  // phases
   const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
   auto buffer = cuda::device_array<long long>(pc.size());
   pc.at = buffer.get();
@@ -156,9 +158,10 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
 
   std::vector<PhaseMedians> blocks;
   for (unsigned b = 0; b < pc.blocks; ++b) blocks.push_back(phase_medians(at, pc, b, 0, end));
+  const size_t n = blocks[0].phase.size();  // the phases, each named in names
   std::vector<double> of_blocks(n), largest(n, 0.0), steps;
   double sum = 0;
-  for (unsigned k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n; ++k) {
     std::vector<double> v;
     for (const PhaseMedians& b : blocks) v.push_back(b.phase[k]), largest[k] = std::max(largest[k], b.phase[k]);
     of_blocks[k] = median(v);
@@ -173,7 +176,7 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
               pc.blocks, blocks[0].steps, c.max_steps);
   std::printf("  %-18s %14s %14s %14s %8s %10s\n", "phase", "cycles blk 0", "median blks", "max blks", "share", "us");
   nlohmann::json rows = nlohmann::json::array();
-  for (unsigned k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n; ++k) {
     const double share = sum > 0 ? of_blocks[k] / sum : 0;
     std::printf("  %-18s %14.0f %14.0f %14.0f %7.1f%% %10.3f\n", names[k], blocks[0].phase[k], of_blocks[k], largest[k],
                 100 * share, share * us_step);

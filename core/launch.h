@@ -101,6 +101,19 @@ inline bool follows_kernels(cudaStream_t stream) {
   CUDA_CHECK(cudaGraphNodeGetDependentNodes(deps[0], nullptr, nullptr, &dependents));
   return type == cudaGraphNodeTypeKernel && dependents == 0;
 }
+
+// Whether a launch of `kernel` on `stream` now may be programmatic (launch_overlapped's conditions).
+inline bool may_overlap(const void* kernel, cudaStream_t stream) {
+  return waits_for_previous(kernel) && follows_kernels(stream);
+}
+
+// The attribute that makes a launch programmatic.
+inline cudaLaunchAttribute programmatic() {
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  return attr;
+}
 }  // namespace launch_detail
 #endif
 
@@ -117,12 +130,9 @@ template <class... P, class... A>
 inline void launch_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                               A&&... args) {
 #if defined(__CUDACC__)
-  if (!launch_detail::waits_for_previous(reinterpret_cast<const void*>(kernel)) ||
-      !launch_detail::follows_kernels(stream))
+  if (!launch_detail::may_overlap(reinterpret_cast<const void*>(kernel), stream))
     return launch(kernel, grid, block, smem, stream, std::forward<A>(args)...);
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchAttribute attr = launch_detail::programmatic();
   const cudaLaunchConfig_t config = config_with(grid, block, smem, stream, attr);
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));
 #elif defined(GRPO_SIMT)
@@ -137,14 +147,11 @@ template <class... P, class... A>
 inline void launch_cluster_overlapped(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                                       unsigned cluster, A&&... args) {
 #if defined(__CUDACC__)
-  if (!launch_detail::waits_for_previous(reinterpret_cast<const void*>(kernel)) ||
-      !launch_detail::follows_kernels(stream))
+  if (!launch_detail::may_overlap(reinterpret_cast<const void*>(kernel), stream))
     return launch_cluster(kernel, grid, block, smem, stream, cluster, std::forward<A>(args)...);
   cudaLaunchAttribute attrs[2];
   cudaLaunchConfig_t config = cluster_config(grid, block, smem, stream, cluster, attrs[0]);
-  attrs[1] = cudaLaunchAttribute{};
-  attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attrs[1].val.programmaticStreamSerializationAllowed = 1;
+  attrs[1] = launch_detail::programmatic();
   config.attrs = attrs;
   config.numAttrs = 2;
   CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<A>(args)...));

@@ -4,6 +4,7 @@
 // first four there), none of the head's and the game's in a block without one. The fused step's
 // (rollout_step.h's StepMark), a launch a step: all five but at the last step (no game's there).
 // Fresh parameters each run; the seed is printed on failure.
+#include <functional>
 #include <random>
 #include <vector>
 
@@ -34,24 +35,29 @@ bool marked(unsigned mark, bool has_game, unsigned t, unsigned T) {
   return true;
 }
 
-void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
-  const uint64_t seed = std::random_device{}();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
-                                    << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
-  c.seed = seed;
-  const unsigned T = unsigned(c.max_steps), N = unsigned(c.games());
-  const std::vector<float> slabs = random_slabs(c, seed);
-  const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
-  const Outcome plain = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, product, {}));
-
-  PhaseClocks pc;
-  pc.blocks = kClusterBlocks, pc.steps = T, pc.marks = kClusterMarks, pc.warps = kClusterWarps;
+// The rollout of c from fresh parameters (c.seed's), run with_clocks({}) and then with clocks in
+// a buffer of pc's layout: the same bytes both ways. Returns the marks.
+std::vector<long long> clocked_marks(const TrainConfig& c, PhaseClocks pc,
+                                     const std::function<RolloutRun(const PhaseClocks&)>& with_clocks) {
+  const std::vector<float> slabs = random_slabs(c, c.seed);
+  const std::vector<char> image = poisoned_arena(c, uint32_t(c.seed % 1000));
+  const Outcome plain = run_rollout(c, image, slabs, false, 1, with_clocks({}));
   DeviceBuffer<long long> buffer(std::vector<long long>(pc.size(), kUnmarked));
   pc.at = buffer.get();
-  const Outcome clocked = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, product, pc));
+  const Outcome clocked = run_rollout(c, image, slabs, false, 1, with_clocks(pc));
   EXPECT_EQ(first_difference(plain.arena, clocked.arena), plain.arena.size()) << "the clocks changed the rollout";
+  return buffer.download();
+}
 
-  const std::vector<long long> at = buffer.download();
+void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
+  c.seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << c.seed << ", hidden " << c.hidden_size << ", " << c.games()
+                                    << " games, " << c.max_steps << " steps, " << precision_name(c.precision));
+  const unsigned T = unsigned(c.max_steps), N = unsigned(c.games());
+  PhaseClocks pc;
+  pc.blocks = kClusterBlocks, pc.steps = T, pc.marks = kClusterMarks, pc.warps = kClusterWarps;
+  const std::vector<long long> at =
+      clocked_marks(c, pc, [&](const PhaseClocks& clocks) { return cluster_run(c.game, product, clocks); });
   for (unsigned b = 0; b < pc.blocks; ++b)
     for (unsigned w = 0; w < pc.warps; ++w) {
       long long before = kUnmarked;  // the warp's last mark so far
@@ -106,23 +112,13 @@ TEST(RolloutStepCuda, PhaseClocksMarkEveryStepAndChangeNothing) {
   TrainConfig c = tiny_config();
   c.hidden_size = 40, c.batch_size = 5, c.max_steps = 4, c.precision = Precision::Bf16;
   ASSERT_EQ(c.games(), 15);
-  const uint64_t seed = std::random_device{}();
-  SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  c.seed = seed;
+  c.seed = std::random_device{}();
+  SCOPED_TRACE(::testing::Message() << "seed " << c.seed);
   const unsigned T = unsigned(c.max_steps);
-  const std::vector<float> slabs = random_slabs(c, seed);
-  const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
-  const Outcome plain = run_rollout(c, image, slabs, false, 1, stepwise_run({}));
-
   PhaseClocks pc;
   pc.blocks = 4, pc.steps = T, pc.marks = kStepMarks, pc.warps = 4;
   ASSERT_GT(unsigned(c.games()), pc.blocks);
-  DeviceBuffer<long long> buffer(std::vector<long long>(pc.size(), kUnmarked));
-  pc.at = buffer.get();
-  const Outcome clocked = run_rollout(c, image, slabs, false, 1, stepwise_run(pc));
-  EXPECT_EQ(first_difference(plain.arena, clocked.arena), plain.arena.size()) << "the clocks changed the rollout";
-
-  const std::vector<long long> at = buffer.download();
+  const std::vector<long long> at = clocked_marks(c, pc, stepwise_run);
   for (unsigned b = 0; b < pc.blocks; ++b)
     for (unsigned w = 0; w < pc.warps; ++w)
       for (unsigned t = 0; t < T; ++t) {
@@ -145,7 +141,10 @@ TEST(RolloutStepCuda, PhaseClocksMarkEveryStepAndChangeNothing) {
   EXPECT_EQ(sizeof(kStepPhases) / sizeof(kStepPhases[0]), block0.phase.size());
   PhaseClocks wide = pc;
   wide.marks = kStepMarks + 1;
-  EXPECT_THROW(run_rollout(c, image, slabs, false, 1, stepwise_run(wide)), std::invalid_argument);
+  DeviceBuffer<long long> buffer(std::vector<long long>(wide.size(), kUnmarked));
+  wide.at = buffer.get();
+  EXPECT_THROW(run_rollout(c, poisoned_arena(c, 1), random_slabs(c, c.seed), false, 1, stepwise_run(wide)),
+               std::invalid_argument);
 }
 
 }  // namespace
