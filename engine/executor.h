@@ -42,9 +42,9 @@ class Executor {
     // The top level's nodes by kind (a loop body's are in `nodes` only): kernels, memsets, copies,
     // conditional nodes (WHILE), and anything else (host, event, empty, child graph).
     size_t kernels = 0, memsets = 0, memcpys = 0, conditionals = 0, other = 0;
-    // The top level's edges; those from a kernel node to a kernel node; and of those the
-    // programmatic ones, into a kernel launched overlapped (core/launch.h), which may start while
-    // the kernel before it ends.
+    // The edges, the top level's and a loop body's; those from a kernel node to a kernel node;
+    // and of those the programmatic ones, into a kernel launched overlapped (core/launch.h), which
+    // may start while the kernel before it ends.
     size_t edges = 0, kernel_edges = 0, programmatic = 0;
   };
   // Captures the epoch graph now if it was not yet and returns its size; zeros for executors

@@ -11,7 +11,7 @@
 // does the cluster rollout's product (engine/cuda/rollout_cluster.cu), which sums the same way.
 // The bf16 variant (--precision bf16) reads 2-byte operands, widens them exactly into the same
 // fp32 tiles and sums the same way: half the bytes of W from L2.
-// Launched overlapped (core/launch.h) but in a graph loop's body: it waits for the kernel before
+// Launched overlapped (core/launch.h), in a graph loop's body too: it waits for the kernel before
 // it first thing, then lets the next one start, so that one's launch hides behind this one.
 #include <stdexcept>
 #include <string>
@@ -112,11 +112,8 @@ void few_rows(const T* X, const T* W, const float* bias, float* Y, int M, int N,
   check_linear_shape(M, N, K, op);
   if (M == 0) return;
   const dim3 grid(ceil_div(size_t(N), kTileCols), ceil_div(size_t(M), kTileRows));
-  if (step)  // a WHILE node's body: launched the ordinary way
-    launch(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step, steps);
-  else
-    launch_overlapped(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step,
-                      steps);
+  launch_overlapped(linear_forward_few_rows_kernel<T>, grid, dim3(kThreads), 0, stream, X, W, bias, Y, M, N, K, step,
+                    steps);
 }
 }  // namespace
 

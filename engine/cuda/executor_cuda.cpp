@@ -17,6 +17,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include "engine/cuda/gemm_tuning.h"
+#include "engine/cuda/graph_edges.h"
 #include "engine/cuda/ops.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "core/errors.h"
@@ -216,14 +217,9 @@ class CudaExecutor final : public Executor {
          : type == cudaGraphNodeTypeConditional ? size.conditionals
                                                 : size.other);
     }
-    CUDA_CHECK(cudaGraphGetEdges(graph_.get(), nullptr, nullptr, nullptr, &size.edges));
-    std::vector<cudaGraphNode_t> from(size.edges), to(size.edges);
-    std::vector<cudaGraphEdgeData> edges(size.edges);
-    CUDA_CHECK(cudaGraphGetEdges(graph_.get(), from.data(), to.data(), edges.data(), &size.edges));
-    for (size_t i = 0; i < size.edges; ++i) {
-      size.kernel_edges += type_of(from[i]) == cudaGraphNodeTypeKernel && type_of(to[i]) == cudaGraphNodeTypeKernel;
-      size.programmatic += edges[i].type == cudaGraphDependencyTypeProgrammatic;
-    }
+    GraphEdges edges = graph_edges(graph_.get());
+    edges += loops.edges;
+    size.edges = edges.edges, size.kernel_edges = edges.kernel_edges, size.programmatic = edges.programmatic;
     return size;
   }
 

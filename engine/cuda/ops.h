@@ -5,6 +5,7 @@
 #include <array>
 
 #include "core/phase_clock.h"
+#include "engine/cuda/graph_edges.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
 #include "kernels/layernorm.h"
@@ -117,10 +118,11 @@ class CudaOps final : public Ops {
   void set_rollout_clocks(const PhaseClocks& clocks) { rollout_clocks_ = clocks; }
   void set_step_clocks(const PhaseClocks& clocks) { step_clocks_ = clocks; }
 
-  // What the captures since the last reset put inside loop bodies: nodes (each counted once)
-  // and node runs per replay (nodes times trips).
+  // What the captures since the last reset put inside loop bodies: nodes (each counted once),
+  // node runs per replay (nodes times trips), and the bodies' edges.
   struct LoopNodes {
     size_t nodes = 0, runs = 0;
+    GraphEdges edges;
   };
   LoopNodes loop_nodes() const { return loop_nodes_; }
   void reset_loop_nodes() { loop_nodes_ = {}; }

@@ -5,6 +5,7 @@
 // the step read from a counter instead of baked into each node, so the results are the default's
 // bit for bit.
 #include "core/cuda_check.h"
+#include "engine/cuda/graph_edges.h"
 #include "engine/cuda/ops.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_step.h"
@@ -91,6 +92,7 @@ void CudaOps::rollout(const Rollout& r) {
   CUDA_CHECK(cudaGraphGetNodes(w.body, nullptr, &body_nodes));
   loop_nodes_.nodes += body_nodes;
   loop_nodes_.runs += body_nodes * trips;
+  loop_nodes_.edges += graph_edges(w.body);
 
   // The last step, as the default runs it: no next trunk.
   const RolloutStep last = rollout_step_at(r, r.T - 1);

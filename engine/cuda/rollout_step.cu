@@ -16,10 +16,12 @@ namespace {
 
 using namespace rollout_step_detail;
 
-// The unrolled steps' kernel starts overlapped with the product before it (launch_overlapped):
-// its blocks draw their dropout bits and load the parameters while the product runs, then wait
-// for its a1, and let the next step's product start. Where the clocks are on, it marks its
-// phases (StepMark) at step t.
+// The step's kernel starts overlapped with the product before it (launch_overlapped), unrolled
+// or in the WHILE loop's body: its blocks draw their dropout bits and load the parameters while
+// the product runs, then wait for its a1, and let the next step's product start. In the loop its
+// step comes from the counter, which the step before the product wrote (a kernel may read before
+// its wait what the kernels before the previous one wrote: core/grid_dependency.cuh). Where the
+// clocks are on, it marks its phases (StepMark) at step t.
 struct AfterProduct : StepHooks {
   PhaseClocks clocks;
   uint32_t t;
@@ -42,7 +44,10 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   // Every thread reads the step before the block's first barrier, so by the time thread 0
   // reports the block done below, no thread of it reads the counter again.
   const uint32_t t = loop.counters ? loop.counters[0] : s.t;
-  if (loop.counters && t >= loop.steps) return;  // past the loop's steps: the condition is already false
+  if (loop.counters && t >= loop.steps) {  // past the loop's steps: the condition is already false
+    wait_for_previous_kernel();            // never end before the kernel before it (core/grid_dependency.cuh)
+    return;
+  }
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
   phase_mark(clocks, t, kStepMarkStart);
   rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, unsigned(first_game) + blockIdx.x, s.obs_next == nullptr,
@@ -88,10 +93,7 @@ void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const Rollou
                                 std::to_string(s.N) + " games");
   if (count == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_step_kernel<true> : rollout_step_kernel<false>;
-  if (loop.counters)  // a WHILE node's body: launched the ordinary way
-    launch(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first, clocks);
-  else
-    launch_overlapped(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first, clocks);
+  launch_overlapped(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first, clocks);
 }
 }  // namespace
 

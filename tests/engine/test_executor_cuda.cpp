@@ -131,22 +131,28 @@ TEST(ExecutorCuda, GraphSizeCountsTheNodesByKind) {
 // Every kernel of the epoch follows the kernel before it programmatically (core/launch.h's
 // launch_overlapped and launch_cluster_overlapped, core/grid_dependency.cuh), so a graph has each
 // next kernel resident and waiting before the one before it ends: every edge from a kernel node
-// to a kernel node is programmatic. The emulator's products are host nodes, not kernels, so the
-// edges around them are not counted.
+// to a kernel node is programmatic, in the WHILE loop's body too. The emulator's products are
+// host nodes, not kernels, so the edges around them are not counted.
 TEST(ExecutorCuda, EveryKernelFollowsTheKernelBeforeItProgrammatically) {
   GRPO_REQUIRE_DEVICE();
-  for (const bool cluster : {false, true})
+  enum class Rollout { Steps, Loop, Cluster };
+  for (const Rollout rollout : {Rollout::Steps, Rollout::Loop, Rollout::Cluster})
     for (const Algo algo : {Algo::Reference, Algo::Grpo}) {
-      SCOPED_TRACE(std::string(cluster ? "cluster rollout" : "stepwise rollout") +
+      SCOPED_TRACE(std::string(rollout == Rollout::Steps  ? "steps unrolled"
+                               : rollout == Rollout::Loop ? "WHILE loop"
+                                                          : "cluster rollout") +
                    (algo == Algo::Grpo ? ", grpo" : ", reference"));
       TrainConfig c = algo == Algo::Grpo ? tiny_grpo_config() : tiny_config();
       c.use_graph = true;
       c.hidden_size = 32;  // the few-row product and the cluster kernel's smallest width
-      c.rollout_cluster = cluster;
+      c.rollout_loop = rollout == Rollout::Loop;
+      c.rollout_cluster = rollout == Rollout::Cluster;
       auto ex = make_cuda_executor(c);
       ex->set_state(initial_state(c));
       const Executor::GraphSize s = ex->capture_graph();
-      EXPECT_EQ(s.edges, s.nodes - 1) << "one stream: a chain";
+      const size_t graphs = 1 + s.conditionals;  // the top level and the loop's body
+      EXPECT_EQ(s.conditionals, rollout == Rollout::Loop ? 1u : 0u);
+      EXPECT_EQ(s.edges, s.nodes - graphs) << "one stream: a chain in each graph";
       EXPECT_GT(s.kernel_edges, 10u) << "the rollout, the loss pass and the update";
       EXPECT_EQ(s.programmatic, s.kernel_edges);
     }
