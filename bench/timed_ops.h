@@ -36,9 +36,9 @@ class SteadyClock final : public OpClock {
   double t0_ = 0;
 };
 
-// whole_composites: the composite ops (rollout, loss pass, head loss, LayerNorm input backward)
-// are one row each, timed around the inner executor's own implementation (the host's fused
-// passes); otherwise they are composed here from the primitive ops, each timed (the CUDA ops).
+// whole_composites: the composite ops (rollout, loss pass, head loss, LayerNorm input backward,
+// the epoch's score and its end) are one row each, timed around the inner executor's own implementation (the host's
+// fused passes); otherwise they are composed here from the primitive ops, each timed (the CUDA ops).
 class TimedOps final : public Ops {
  public:
   TimedOps(Ops& inner, OpClock& clock, bool whole_composites) : in_(inner), clock_(clock), whole_(whole_composites) {}
@@ -163,6 +163,15 @@ class TimedOps final : public Ops {
   }
   void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) override {
     GRPO_TIMED("metrics", in_.snapshot_metrics(s, ring));
+  }
+  void score_epoch(const int32_t* sc, int N, TrainScalars* s, const float* slabs, size_t n, float* best,
+                   TrainScalars* best_scalars, float* scratch) override {
+    if (!whole_) return Ops::score_epoch(sc, N, s, slabs, n, best, best_scalars, scratch);
+    GRPO_TIMED("metrics", in_.score_epoch(sc, N, s, slabs, n, best, best_scalars, scratch));
+  }
+  void end_epoch(const float* r, int N, TrainScalars* s, TrainScalars* ring, float* scratch) override {
+    if (!whole_) return Ops::end_epoch(r, N, s, ring, scratch);
+    GRPO_TIMED("metrics", in_.end_epoch(r, N, s, ring, scratch));
   }
   void zero(void* p, size_t bytes) override { GRPO_TIMED("zero", in_.zero(p, bytes)); }
   // Phases name the rows: "rollout/linear_forward" vs "loss+backward/linear_forward".

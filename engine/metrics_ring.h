@@ -20,6 +20,10 @@ static_assert(kMetricsRing > kEpochsInFlight, "a slot the host reads must not be
 void snapshot_metrics_host(const TrainScalars* s, TrainScalars* ring);
 #if defined(GRPO_HAVE_CUDA)
 void snapshot_metrics_cuda(const TrainScalars* s, TrainScalars* ring, cudaStream_t stream);
+// The epoch's last kernel: s->reward = mean_f32 of last_rewards[0..N) (N >= 1; added in
+// mean_f32_cuda's order, kernels/reduce.h, so the same bits), the snapshot above, then
+// advance_schedule (kernels/train_scalars.h). One kernel where those are four.
+void end_epoch_cuda(const float* last_rewards, int N, TrainScalars* s, TrainScalars* ring, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

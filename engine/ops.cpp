@@ -67,6 +67,18 @@ void Ops::loss_pass(const LossPass& l) {
                         l.head.scratch);
 }
 
+void Ops::score_epoch(const int32_t* scores, int N, TrainScalars* s, const float* slabs, size_t n, float* best,
+                      TrainScalars* best_scalars, float* scratch) {
+  mean_i32(scores, N, &s->score, scratch);
+  best_snapshot(s, slabs, n, best, best_scalars);
+}
+
+void Ops::end_epoch(const float* last_rewards, int N, TrainScalars* s, TrainScalars* ring, float* scratch) {
+  mean_f32(last_rewards, N, &s->reward, scratch);
+  snapshot_metrics(s, ring);
+  advance_schedule(s);
+}
+
 void Ops::layernorm_input_backward(const LayerNormInputBackward& a) {
   layernorm_residual_backward(a.ln);
   linear_backward_weight(a.ln.dh0, a.X, a.dW_in, a.ln.M, a.ln.N, a.D, false);

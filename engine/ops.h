@@ -215,6 +215,13 @@ class Ops {
   // The best epoch's state (kernels/best_snapshot.h): slabs are the 4 slabs of n floats each.
   virtual void best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
                              TrainScalars* best_scalars) = 0;
+  // The epoch's score once its games are played, s->score = the mean of scores[0..N), then
+  // best_snapshot; and the epoch's end, s->reward = the mean of last_rewards[0..N), the metrics'
+  // snapshot, then advance_schedule. Each one op so that an executor may run it as one kernel
+  // (CudaOps); the defaults (ops.cpp) run the ops above in turn.
+  virtual void score_epoch(const int32_t* scores, int N, TrainScalars* s, const float* slabs, size_t n, float* best,
+                           TrainScalars* best_scalars, float* scratch);
+  virtual void end_epoch(const float* last_rewards, int N, TrainScalars* s, TrainScalars* ring, float* scratch);
 
   virtual void zero(void* p, size_t bytes) = 0;
   // Profiling ranges (NVTX on the CUDA executor in eager mode); no-ops elsewhere.

@@ -150,8 +150,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   ops.range_pop();
   // The epoch's score is known once its games are played: the state that played them is kept
   // when it is a new best, before any update changes it.
-  ops.mean_i32(b.games.score, N, &b.scalars->score, b.scratch);
-  ops.best_snapshot(b.scalars, b.params, b.n_params, b.best, b.best_scalars);
+  ops.score_epoch(b.games.score, N, b.scalars, b.params, b.n_params, b.best, b.best_scalars, b.scratch);
 
   // Both paths end inside the "optimizer" range, which the metrics share.
   if (c.algo == Algo::Grpo) {
@@ -178,9 +177,7 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
     update(ops, b, c);
   }
   // 8. Metrics, then the schedule and counters move on.
-  ops.mean_f32(b.rewards + size_t(T - 1) * N, N, &b.scalars->reward, b.scratch);
-  ops.snapshot_metrics(b.scalars, b.ring);
-  ops.advance_schedule(b.scalars);
+  ops.end_epoch(b.rewards + size_t(T - 1) * N, N, b.scalars, b.ring, b.scratch);
   ops.range_pop();
 }
 

@@ -9,6 +9,7 @@
 // advance_schedule (one writer). slabs: params, grads, m, v, each n floats (engine/layout.h).
 #pragma once
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/train_scalars.h"
 
@@ -18,12 +19,18 @@
 
 namespace grpo {
 
-GRPO_HD bool is_new_best(const TrainScalars& s) { return s.score > s.best_score; }
+GRPO_HD bool beats_best(float score, float best_score) { return score > best_score; }
+GRPO_HD bool is_new_best(const TrainScalars& s) { return beats_best(s.score, s.best_score); }
 
 void best_snapshot_host(const TrainScalars* s, const float* slabs, size_t n, float* best, TrainScalars* best_scalars);
 #if defined(GRPO_HAVE_CUDA)
 void best_snapshot_cuda(const TrainScalars* s, const float* slabs, size_t n, float* best, TrainScalars* best_scalars,
                         cudaStream_t stream);
+// The epoch's score first, in the same kernel: s->score = mean_i32 of scores[0..N) (N >= 1,
+// kernels/reduce.h; every block adds them in mean_i32_cuda's order, so the same bits), then the
+// snapshot as above. One kernel where mean_i32_cuda and best_snapshot_cuda are three.
+void score_and_best_snapshot_cuda(const int32_t* scores, int N, TrainScalars* s, const float* slabs, size_t n,
+                                  float* best, TrainScalars* best_scalars, cudaStream_t stream);
 #endif
 
 }  // namespace grpo

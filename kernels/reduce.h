@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/host_device.h"
+
 #if defined(GRPO_HAVE_CUDA)
 #include <cuda_runtime.h>
 #endif
@@ -19,7 +21,7 @@ constexpr unsigned kReduceMaxBlocks = 256;  // first-stage blocks at most: the l
 
 // First-stage blocks for n elements: one element per thread up to kReduceMaxBlocks blocks, then
 // grid-stride loops. A pure function of n (the reason the result is schedule-free).
-inline unsigned reduce_blocks(size_t n) {
+GRPO_HD unsigned reduce_blocks(size_t n) {
   const size_t b = (n + kReduceThreads - 1) / kReduceThreads;
   return static_cast<unsigned>(b < 1 ? 1 : (b > kReduceMaxBlocks ? kReduceMaxBlocks : b));
 }

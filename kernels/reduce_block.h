@@ -4,6 +4,7 @@
 // neither does a bit of the result; there are no atomics anywhere.
 #pragma once
 #include "core/host_device.h"
+#include "kernels/reduce.h"
 
 namespace grpo {
 
@@ -67,6 +68,30 @@ __device__ __forceinline__ T block_sum(T v, T* warp_sums) {
   if (warp == 0) total = warp_sum(lane < BLOCK / 32 ? warp_sums[lane] : T(0));
   __syncthreads();
   return total;
+}
+
+// The mean of x[0..n) in one block of kReduceThreads threads, its additions in exactly the order
+// of mean_f32_cuda's or mean_i32_cuda's two kernels (kernels/reduce.cu): the first stage's
+// reduce_blocks(n) blocks one after another (Acc float for floats, long long for integers, each
+// block's total rounded to a float), then the second stage's double sum of those partials. A
+// kernel that needs a mean before its own work so gives the bits the two launches gave, without
+// them. Every thread of the block must call it; the mean is in thread 0.
+template <class Acc, class T>
+__device__ __forceinline__ float block_mean_two_stages(const T* x, int n) {
+  __shared__ Acc warp_acc[kReduceThreads / 32];
+  __shared__ double warp_d[kReduceThreads / 32];
+  __shared__ float partials[kReduceMaxBlocks];
+  const unsigned blocks = reduce_blocks(size_t(n));
+  for (unsigned b = 0; b < blocks; ++b) {
+    Acc s = Acc(0);
+    for (int i = int(b * kReduceThreads + threadIdx.x); i < n; i += int(blocks * kReduceThreads)) s += x[i];
+    s = block_sum<kReduceThreads>(s, warp_acc);
+    if (threadIdx.x == 0) partials[b] = static_cast<float>(s);
+  }
+  __syncthreads();
+  double d = threadIdx.x < blocks ? double(partials[threadIdx.x]) : 0.0;
+  d = block_sum<kReduceThreads>(d, warp_d);
+  return static_cast<float>(d / n);
 }
 
 }  // namespace grpo

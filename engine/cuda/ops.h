@@ -89,6 +89,11 @@ class CudaOps final : public Ops {
   void snapshot_metrics(const TrainScalars* s, TrainScalars* ring) override;
   void best_snapshot(const TrainScalars* s, const float* slabs, size_t n, float* best,
                      TrainScalars* best_scalars) override;
+  // One kernel each (kernels/best_snapshot.h, engine/metrics_ring.h), the same bits as the ops
+  // in turn.
+  void score_epoch(const int32_t* scores, int N, TrainScalars* s, const float* slabs, size_t n, float* best,
+                   TrainScalars* best_scalars, float* scratch) override;
+  void end_epoch(const float* last_rewards, int N, TrainScalars* s, TrainScalars* ring, float* scratch) override;
   void zero(void* p, size_t bytes) override;
   void range_push(const char* name) override;
   void range_pop() override;

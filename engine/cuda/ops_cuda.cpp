@@ -122,6 +122,13 @@ void CudaOps::best_snapshot(const TrainScalars* s, const float* slabs, size_t n,
                             TrainScalars* best_scalars) {
   best_snapshot_cuda(s, slabs, n, best, best_scalars, stream_);
 }
+void CudaOps::score_epoch(const int32_t* scores, int N, TrainScalars* s, const float* slabs, size_t n, float* best,
+                          TrainScalars* best_scalars, float*) {
+  score_and_best_snapshot_cuda(scores, N, s, slabs, n, best, best_scalars, stream_);
+}
+void CudaOps::end_epoch(const float* last_rewards, int N, TrainScalars* s, TrainScalars* ring, float*) {
+  end_epoch_cuda(last_rewards, N, s, ring, stream_);
+}
 void CudaOps::zero(void* p, size_t bytes) { CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_)); }
 void CudaOps::range_push(const char* name) {
   if (ranges_) nvtxRangePushA(name);
