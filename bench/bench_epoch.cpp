@@ -92,6 +92,7 @@ std::map<std::string, bench::OpTime> host_breakdown(const TrainConfig& c, int wa
   const StepBuffers b = StepBuffers::over(static_cast<float*>(slabs.get()), arena.get(), c);
   *b.scalars = s.scalars;
   HostOps host(c.game, c.batch_size);
+  refresh_weight_copies(host, b.p, c.hidden_size, c.obs_dim());  // as an executor's set_state does
   for (int i = 0; i < warmup; ++i) training_step(host, b, c);
   bench::SteadyClock clock;
   bench::TimedOps timed(host, clock, /*whole_composites=*/true);

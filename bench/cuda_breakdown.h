@@ -74,6 +74,7 @@ inline std::map<std::string, OpTime> cuda_breakdown(const TrainConfig& c, int wa
   CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   Blas blas(BlasOptions{c.precision});
   CudaOps ops(c.game, c.batch_size, blas, stream.get());
+  refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());  // as an executor's set_state does
   for (int i = 0; i < warmup; ++i) training_step(ops, b, c);
   EventClock clock(stream.get());
   TimedOps timed(ops, clock, /*whole_composites=*/false);

@@ -146,8 +146,8 @@ class TimedOps final : public Ops {
     GRPO_TIMED("grad_norm", in_.grad_norm(g, n, s, mx, sc));
   }
   void adamw(float* p, const float* g, float* m, float* v, size_t n, const TrainScalars* s, const AdamWConfig& c,
-             const Bf16Copy& copy) override {
-    GRPO_TIMED("adamw", in_.adamw(p, g, m, v, n, s, c, copy));
+             const WeightCopies& copies) override {
+    GRPO_TIMED("adamw", in_.adamw(p, g, m, v, n, s, c, copies));
   }
   void finish_update(TrainScalars* s) override { GRPO_TIMED("metrics", in_.finish_update(s)); }
   void advance_schedule(TrainScalars* s) override { GRPO_TIMED("metrics", in_.advance_schedule(s)); }

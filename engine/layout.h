@@ -43,12 +43,12 @@ struct ParamViews {
   float* fc1_b;
   float* fc_out_w;
   float* fc_out_b;
-  // --precision bf16, parameters only: fc1.weight's bf16 working copy, refreshed from fc1_w
-  // before any product reads it (engine/step.cpp); nullptr otherwise (fp32 products).
+  // --precision bf16, parameters only: fc1.weight's bf16 working copy, made from fc1_w when the
+  // state is set and written by every update (engine/step.h, refresh_weight_copies); nullptr
+  // otherwise (fp32 products).
   Bf16* fc1_w_bf16 = nullptr;
-  // Parameters only: fc_in.weight transposed (kernels/fc_in.h), refreshed from fc_in_w before each
-  // rollout (engine/step.h, refresh_weight_copies), which the CUDA fused step reads; nullptr in a
-  // view that no rollout reads.
+  // Parameters only: fc_in.weight transposed (kernels/fc_in.h), kept as fc1_w_bf16 is, which the
+  // CUDA fused step reads; nullptr in a view that no rollout reads.
   float* fc_in_w_t = nullptr;
   static ParamViews over(float* slab, const ParamLayout& l);
 };

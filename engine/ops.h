@@ -202,9 +202,9 @@ class Ops {
 
   // Optimiser (kernels/grad_norm.h, kernels/adamw.h, kernels/train_scalars.h).
   virtual void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) = 0;
-  // copy: the bf16 working copy the update also writes (kernels/adamw.h; none when copy.dst is null).
+  // copies: the working copies the update also writes (kernels/adamw.h; none where a dst is null).
   virtual void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                     const AdamWConfig& cfg, const Bf16Copy& copy) = 0;
+                     const AdamWConfig& cfg, const WeightCopies& copies) = 0;
   virtual void finish_update(TrainScalars* s) = 0;
   virtual void advance_schedule(TrainScalars* s) = 0;
 

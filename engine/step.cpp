@@ -1,6 +1,7 @@
 #include "engine/step.h"
 
 #include "engine/metrics_ring.h"
+#include "kernels/fc_in.h"
 
 namespace grpo {
 
@@ -43,9 +44,9 @@ StepBuffers StepBuffers::over(float* slabs, void* arena, const TrainConfig& c) {
   return b;
 }
 
-// fc1.weight and fc_in.weight have changed (an update, or a load between epochs) and are read
-// next: the host's packed copy of fc1.weight, its bf16 copy under --precision bf16 (one cast of
-// H*H floats), fc_in.weight transposed for the rollout (H*D floats).
+// fc1.weight and fc_in.weight have been set (a state loaded or restored) and are read next: the
+// host's packed copy of fc1.weight, its bf16 copy under --precision bf16 (one cast of H*H
+// floats), fc_in.weight transposed for the rollout (H*D floats).
 void refresh_weight_copies(Ops& ops, const ParamViews& p, int H, int D) {
   ops.weights_unchanged(p.fc1_w, H, H);
   if (p.fc1_w_bf16) ops.cast_bf16(p.fc1_w, p.fc1_w_bf16, size_t(H) * H);
@@ -88,15 +89,18 @@ void loss_and_backward(Ops& ops, const StepBuffers& b, const TrainConfig& c, con
   ops.loss_pass(Ops::LossPass{head, b.p, b.g, acts, b.obs + r0 * D, D, b.trunk_work});
 }
 
-// Spec steps 6-7: clip by the global norm, then AdamW, which also writes fc1.weight's bf16
-// copy under --precision bf16 (the products after an update read it).
+// Spec steps 6-7: clip by the global norm, then AdamW, which also writes the working copies
+// of what it moves, those refresh_weight_copies makes: fc1.weight's bf16 copy under --precision
+// bf16 (the products after an update read it) and fc_in.weight transposed (the next rollout's).
 void update(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   ops.grad_norm(b.grads, b.n_params, b.scalars, c.max_grad_norm, b.scratch);
   AdamWConfig adam;
   adam.weight_decay = c.weight_decay;
-  const int H = c.hidden_size;
+  const int H = c.hidden_size, D = c.obs_dim();
   const Bf16Copy fc1_copy{size_t(b.p.fc1_w - b.params), b.p.fc1_w_bf16 ? size_t(H) * H : 0, b.p.fc1_w_bf16};
-  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam, fc1_copy);
+  const TransposedCopy fc_in_copy{size_t(b.p.fc_in_w - b.params), unsigned(H), unsigned(D), fc_in_t_pitch(H),
+                                  b.p.fc_in_w_t};
+  ops.adamw(b.params, b.grads, b.adam_m, b.adam_v, b.n_params, b.scalars, adam, WeightCopies(fc1_copy, fc_in_copy));
 }
 
 // --algo grpo after the rollout (docs/spec/training.md "Beyond the reference"): keep the rollout
@@ -142,8 +146,10 @@ void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c) {
   const uint32_t* epoch = &b.scalars->epoch;  // read by the kernels: never a frozen argument
 
   // 1-2. Rollout: T strictly sequential steps of policy, sampling and game. fc1.weight is read
-  // by T products here and by the loss pass, and written only by AdamW at the end.
-  refresh_weight_copies(ops, b.p, H, D);
+  // by T products here and by the loss pass, and written only by AdamW at the end. Its working
+  // copies and fc_in.weight's are current: the executor made them when it set the state, and
+  // every update since wrote them (update above).
+  ops.weights_unchanged(b.p.fc1_w, H, H);
   ops.range_push("rollout");
   ops.rollout(Ops::Rollout{b.p, b.acts, b.obs, b.actions, b.rewards, b.games, c.seed, epoch, c.dropout, T, N, D, H,
                            ops.loss_pass_reads_h0(H, D)});

@@ -34,7 +34,8 @@ struct StepBuffers {
 void training_step(Ops& ops, const StepBuffers& b, const TrainConfig& c);
 
 // The copies of fc1.weight and fc_in.weight that products and the rollout read, from the
-// parameters: training_step calls it before each rollout; a caller that runs Ops::rollout itself
+// parameters: the executors call it whenever they set the state (an update writes the copies of
+// what it moves itself: kernels/adamw.h's WeightCopies); a caller that runs Ops::rollout itself
 // (benchmarks, tests) calls it first.
 void refresh_weight_copies(Ops& ops, const ParamViews& p, int H, int D);
 

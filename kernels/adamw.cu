@@ -14,7 +14,8 @@ constexpr unsigned kAdamWMaxBlocks = 8192;
 
 __global__ void __launch_bounds__(kAdamWThreads)
     adamw_kernel(float* __restrict__ params, const float* __restrict__ grads, float* __restrict__ m,
-                 float* __restrict__ v, size_t n, const TrainScalars* __restrict__ s, AdamWConfig cfg, Bf16Copy copy) {
+                 float* __restrict__ v, size_t n, const TrainScalars* __restrict__ s, AdamWConfig cfg,
+                 WeightCopies copies) {
   follow_previous_kernel();
   // The flag is uniform over the grid, so either every thread returns here or none does.
   if (s->nonfinite != 0) return;
@@ -36,15 +37,15 @@ __global__ void __launch_bounds__(kAdamWThreads)
     p4[i] = p;
     m4[i] = mm;
     v4[i] = vv;
-    copy.put(4 * i, p.x);
-    copy.put(4 * i + 1, p.y);
-    copy.put(4 * i + 2, p.z);
-    copy.put(4 * i + 3, p.w);
+    copies.put(4 * i, p.x);
+    copies.put(4 * i + 1, p.y);
+    copies.put(4 * i + 2, p.z);
+    copies.put(4 * i + 3, p.w);
   }
   if (tid < n - 4 * n4) {  // the scalar tail, at most 3 elements
     const size_t i = 4 * n4 + tid;
     adamw_element(params[i], grads[i], m[i], v[i], k);
-    copy.put(i, params[i]);
+    copies.put(i, params[i]);
   }
 }
 
@@ -53,16 +54,20 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 void adamw_cuda(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                const AdamWConfig& cfg, cudaStream_t stream, const Bf16Copy& copy) {
+                const AdamWConfig& cfg, cudaStream_t stream, const WeightCopies& copies) {
   if (!aligned16(params) || !aligned16(grads) || !aligned16(m) || !aligned16(v))
     throw std::invalid_argument("adamw_cuda: params, grads, m and v must be 16-byte aligned (float4)");
-  if (copy.dst && (copy.begin > n || copy.count > n - copy.begin))
+  const Bf16Copy& b = copies.bf16;
+  const TransposedCopy& t = copies.transposed;
+  if (b.dst && (b.begin > n || b.count > n - b.begin))
     throw std::invalid_argument("adamw_cuda: the bf16 copy's range is outside the slab");
+  if (t.dst && (t.begin > n || size_t(t.rows) * t.cols > n - t.begin || t.pitch < t.rows))
+    throw std::invalid_argument("adamw_cuda: the transposed copy's matrix is outside the slab, or its pitch short");
   const size_t n4 = n / 4;
   size_t blocks = (n4 + kAdamWThreads - 1) / kAdamWThreads;
   blocks = blocks < 1 ? 1 : (blocks > kAdamWMaxBlocks ? kAdamWMaxBlocks : blocks);
   launch_overlapped(adamw_kernel, dim3(static_cast<unsigned>(blocks)), dim3(kAdamWThreads), 0, stream, params, grads, m,
-                    v, n, s, cfg, copy);
+                    v, n, s, cfg, copies);
 }
 
 }  // namespace grpo

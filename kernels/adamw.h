@@ -20,10 +20,12 @@
 // Device: 16-byte loads and stores (float4) in a grid-stride loop, a scalar tail of n % 4.
 // Bytes moved: 28 per element (read p, g, m, v; write p, m, v) + 16 of scalars.
 // Requirements: params, grads, m, v 16-byte aligned (slab views from cudaMalloc).
-// With a Bf16Copy, it also writes to_bf16(p) of every updated element i in [begin, begin +
-// count) to dst[i - begin] (kernels/bf16.h's rounding): fc1.weight's working copy under
-// --precision bf16 comes out of the update itself, with no pass of its own. Skipped updates
-// write no copy either (the parameters, and so their copy, stay as they were).
+// With WeightCopies, it also writes the working copies of the elements it updates: to_bf16(p)
+// of each element i in [begin, begin + count) to dst[i - begin] (Bf16Copy, kernels/bf16.h's
+// rounding: fc1.weight's copy under --precision bf16), and each element of one matrix to its
+// transposed place (TransposedCopy: fc_in.weight's copy for the rollout). The copies come out
+// of the update itself, with no pass of their own. Skipped updates write no copy either (the
+// parameters, and so their copies, stay as they were).
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -72,6 +74,35 @@ struct Bf16Copy {
   }
 };
 
+// A transposed copy of one [rows, cols] matrix of the slab that an update also writes
+// (kernels/fc_in.h's fc_in.weight transposed, which the rollout reads): element i = begin + r cols
+// + c goes to dst[c pitch + r] (dst == nullptr: none). The padding past rows in each row of dst
+// is never written: it stays as the whole transpose left it.
+struct TransposedCopy {
+  size_t begin = 0;
+  unsigned rows = 0, cols = 0, pitch = 0;
+  float* dst = nullptr;
+  GRPO_HD void put(size_t i, float p) const {
+    const size_t j = i - begin;  // unsigned: i < begin is out too
+    if (dst && j < size_t(rows) * cols) dst[(j % cols) * pitch + j / cols] = p;
+  }
+};
+
+// The working copies of the parameters that an update writes as it moves them, so that no pass
+// of their own refreshes them after it (engine/step.cpp): fc1.weight's bf16 copy, fc_in.weight
+// transposed.
+struct WeightCopies {
+  Bf16Copy bf16;
+  TransposedCopy transposed;
+  WeightCopies() = default;
+  // Implicit: a call site with a bf16 copy alone.
+  WeightCopies(const Bf16Copy& b, const TransposedCopy& t = {}) : bf16(b), transposed(t) {}  // NOLINT
+  GRPO_HD void put(size_t i, float p) const {
+    bf16.put(i, p);
+    transposed.put(i, p);
+  }
+};
+
 // Per-update coefficients, computed once per thread from the device-resident scalars.
 struct AdamWCoeffs {
   float clip, decay, b1, one_minus_b1, b2, one_minus_b2, step_size, bc2_sqrt, eps;
@@ -105,12 +136,12 @@ GRPO_HD void adamw_element(float& p, float grad, float& m, float& v, const AdamW
 
 // Host twin; all pointers are host memory.
 void adamw_host(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                const AdamWConfig& cfg, const Bf16Copy& copy = {});
+                const AdamWConfig& cfg, const WeightCopies& copies = {});
 
 #if defined(GRPO_HAVE_CUDA)
 // All pointers are device memory; one kernel in `stream`.
 void adamw_cuda(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                const AdamWConfig& cfg, cudaStream_t stream, const Bf16Copy& copy = {});
+                const AdamWConfig& cfg, cudaStream_t stream, const WeightCopies& copies = {});
 #endif
 
 }  // namespace grpo

@@ -129,6 +129,7 @@ class CudaExecutor final : public Executor {
     CUDA_CHECK(cudaMemcpyAsync(slabs_.get(), s.slabs.data(), s.slabs.size() * sizeof(float), cudaMemcpyHostToDevice,
                                stream()));
     CUDA_CHECK(cudaMemcpyAsync(buffers_.scalars, &s.scalars, sizeof s.scalars, cudaMemcpyHostToDevice, stream()));
+    refresh_weight_copies(*ops_, buffers_.p, cfg_.hidden_size, cfg_.obs_dim());  // an epoch only keeps them
     CUDA_CHECK(cudaStreamSynchronize(stream()));
     next_epoch_ = s.scalars.epoch;
   }

@@ -105,8 +105,8 @@ void CudaOps::grad_norm(const float* grads, size_t n, TrainScalars* s, float max
   grad_norm_cuda(grads, n, s, max_norm, scratch, stream_);
 }
 void CudaOps::adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                    const AdamWConfig& cfg, const Bf16Copy& copy) {
-  adamw_cuda(params, grads, m, v, n, s, cfg, stream_, copy);
+                    const AdamWConfig& cfg, const WeightCopies& copies) {
+  adamw_cuda(params, grads, m, v, n, s, cfg, stream_, copies);
 }
 void CudaOps::finish_update(TrainScalars* s) { finish_update_cuda(s, stream_); }
 void CudaOps::rollout_step(const RolloutStep& s) { rollout_step_cuda(game_, s, stream_, GameRange{}, step_clocks_); }

@@ -54,6 +54,7 @@ class HostExecutor final : public Executor {
   void set_state(const RunState& s) override {
     std::memcpy(slabs_.get(), s.slabs.data(), 4 * layout_.total * sizeof(float));
     *buffers_.scalars = s.scalars;
+    refresh_weight_copies(ops_, buffers_.p, cfg_.hidden_size, cfg_.obs_dim());  // an epoch only keeps them
   }
   RunState get_state() override {
     RunState s;

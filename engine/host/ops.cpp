@@ -111,9 +111,9 @@ void HostOps::grad_norm(const float* grads, size_t n, TrainScalars* s, float max
   grad_norm_host(grads, n, s, max_norm, scratch);
 }
 void HostOps::adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-                    const AdamWConfig& cfg, const Bf16Copy& copy) {
+                    const AdamWConfig& cfg, const WeightCopies& copies) {
   fixed_fwd_.source = nullptr;  // the packed copy is stale from here
-  adamw_host(params, grads, m, v, n, s, cfg, copy);
+  adamw_host(params, grads, m, v, n, s, cfg, copies);
 }
 void HostOps::finish_update(TrainScalars* s) { finish_update_host(s); }
 void HostOps::advance_schedule(TrainScalars* s) { advance_schedule_host(s); }

@@ -57,7 +57,7 @@ class HostOps final : public Ops {
   void group_normalize_rewards(const float* rewards, float* out, int T, int G, int R, float* stats_out) override;
   void grad_norm(const float* grads, size_t n, TrainScalars* s, float max_norm, float* scratch) override;
   void adamw(float* params, const float* grads, float* m, float* v, size_t n, const TrainScalars* s,
-             const AdamWConfig& cfg, const Bf16Copy& copy) override;
+             const AdamWConfig& cfg, const WeightCopies& copies) override;
   void finish_update(TrainScalars* s) override;
   void advance_schedule(TrainScalars* s) override;
   void mean_f32(const float* x, int n, float* out, float* scratch) override;

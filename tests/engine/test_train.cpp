@@ -150,6 +150,7 @@ TEST(TrainHost, Bf16CopyOfFc1FollowsEveryUpdate) {
   const size_t n = size_t(c.hidden_size) * c.hidden_size;
   const std::vector<float> before(b.p.fc1_w, b.p.fc1_w + n);
   HostOps ops(c.game, c.batch_size);
+  refresh_weight_copies(ops, b.p, c.hidden_size, c.obs_dim());  // as an executor's set_state does
   training_step(ops, b, c);
   ASSERT_EQ(b.scalars->adam_step, uint32_t(c.ppo_epochs * c.minibatches));
   ASSERT_NE(std::vector<float>(b.p.fc1_w, b.p.fc1_w + n), before) << "the updates moved nothing";

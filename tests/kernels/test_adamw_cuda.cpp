@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/adamw.h"
+#include "kernels/fc_in.h"
 #include "kernels/grad_norm.h"
 #include "kernels/train_scalars.h"
 #include "tests/test_util.h"
@@ -133,6 +134,67 @@ TEST(AdamWCuda, WritesTheBf16CopyOfARange) {
   // A range outside the slab is refused before any launch.
   EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
                           Bf16Copy{n - 2, 3, dcopy.get()}),
+               std::invalid_argument);
+}
+
+// The transposed copy of a matrix in the slab comes out of the update, beside a bf16 copy of
+// another range: on the device and the host alike it is fc_in_transpose of the updated matrix,
+// bit for bit, padding included (the padding, which the update never writes, as the whole
+// transpose left it); elements of the slab outside the matrix write nothing. Matrices at odd
+// offsets and shapes (the pitch past the rows), one through the scalar tail. A skipped update
+// writes no copy; a matrix outside the slab, or a pitch shorter than its rows, is refused.
+TEST(AdamWCuda, WritesTheTransposedCopyOfAMatrix) {
+  GRPO_REQUIRE_DEVICE();
+  const size_t n = 1003;
+  struct Matrix {
+    size_t begin;
+    int rows, cols;
+  };
+  for (const Matrix mx : {Matrix{0, 97, 10}, Matrix{13, 33, 7}, Matrix{700, 30, 10}, Matrix{1002, 1, 1}}) {
+    SCOPED_TRACE(::testing::Message() << "matrix at " << mx.begin << ", " << mx.rows << " x " << mx.cols);
+    auto p = random_floats(n, mx.begin + 1, -1, 1), m = random_floats(n, 2, -0.1f, 0.1f);
+    auto v = random_floats(n, 3, 0.f, 0.01f);
+    const auto g = random_floats(n, mx.rows + 4, -1, 1);
+    DeviceBuffer<float> dp(p), dm(m), dv(v), dg(g);
+    const TrainScalars s = train_scalars_start(1e-3f, 7, 7);
+    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    const unsigned pitch = fc_in_t_pitch(mx.rows);
+    // What refresh_weight_copies left before the update: the old matrix transposed, zero padding.
+    std::vector<float> host_t(size_t(mx.cols) * pitch + 8, test::poison_value());
+    fc_in_transpose_host(p.data() + mx.begin, host_t.data(), mx.rows, mx.cols);
+    DeviceBuffer<float> dt(host_t);
+    const TransposedCopy at{mx.begin, unsigned(mx.rows), unsigned(mx.cols), pitch, nullptr};
+    TransposedCopy host_at = at, dev_at = at;
+    host_at.dst = host_t.data(), dev_at.dst = dt.get();
+    std::vector<Bf16> host_b(5, Bf16{0xFFFF});
+    DeviceBuffer<Bf16> db(host_b);
+    adamw_host(p.data(), g.data(), m.data(), v.data(), n, &s, AdamWConfig{},
+               WeightCopies(Bf16Copy{3, 5, host_b.data()}, host_at));
+    adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
+               WeightCopies(Bf16Copy{3, 5, db.get()}, dev_at));
+    ASSERT_TRUE(same_bits(dp.download(), p));
+    std::vector<float> want(size_t(mx.cols) * pitch + 8, test::poison_value());
+    fc_in_transpose_host(p.data() + mx.begin, want.data(), mx.rows, mx.cols);
+    EXPECT_TRUE(same_bits(host_t, want)) << "host";
+    EXPECT_TRUE(same_bits(dt.download(), want)) << "device";
+    const std::vector<Bf16> got_b = db.download();
+    for (size_t i = 0; i < 5; ++i) ASSERT_EQ(got_b[i].bits, to_bf16(p[3 + i]).bits) << "the bf16 copy beside it @" << i;
+  }
+  auto g = random_floats(n, 9, -1, 1);
+  DeviceBuffer<float> dp(random_floats(n, 8, -1, 1)), dm(std::vector<float>(n, 0.f)), dv(std::vector<float>(n, 0.f)),
+      dg(g);
+  TrainScalars s = train_scalars_start(1e-3f, 7, 7);
+  s.nonfinite = 1;
+  DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+  DeviceBuffer<float> dt(std::vector<float>(40, 0.5f));
+  adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
+             WeightCopies(Bf16Copy{}, TransposedCopy{0, 4, 10, 4, dt.get()}));
+  for (const float x : dt.download()) ASSERT_EQ(x, 0.5f) << "a skipped update writes no copy";
+  EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
+                          WeightCopies(Bf16Copy{}, TransposedCopy{n - 5, 2, 3, 4, dt.get()})),
+               std::invalid_argument);
+  EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
+                          WeightCopies(Bf16Copy{}, TransposedCopy{0, 5, 2, 4, dt.get()})),
                std::invalid_argument);
 }
 
