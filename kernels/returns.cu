@@ -82,25 +82,26 @@ __global__ void welford_partials_kernel(const float* __restrict__ x, int count, 
   }
 }
 
-// Level 2, one block: one partial per thread (blocks <= kReduceThreads), the same merge tree;
-// stats = {mean, sample std}, the shift added back to the mean.
-__global__ void welford_finalize_kernel(const float* __restrict__ x, const float* __restrict__ partials, int blocks,
-                                        float* __restrict__ stats) {
+// Level 2 in every block of the advantages: one partial per thread (blocks <= kReduceThreads),
+// the same merge tree in each, so every block holds the same {mean, sample std} (the shift
+// added back to the mean), and block 0 also stores them in stats_out. Then a thread an element.
+// Each block finishing the statistics itself costs ~100 partials' loads from L2 and one merge
+// tree; a kernel of its own before it cost a dependent launch.
+__global__ void advantages_kernel(const float* __restrict__ returns, float* __restrict__ adv, int count,
+                                  const float* __restrict__ partials, int blocks, float* __restrict__ stats_out) {
   follow_previous_kernel();
   __shared__ Welford warp_stats[kReduceThreads / 32];
+  __shared__ float stats[2];
   const int b = threadIdx.x;
   Welford w{0.f, 0.f, 0.f};
   if (b < blocks) w = Welford{partials[b], partials[blocks + b], partials[2 * blocks + b]};
   w = block_welford(w, warp_stats);
   if (threadIdx.x == 0) {
-    stats[0] = x[0] + w.mean;
+    stats[0] = returns[0] + w.mean;
     stats[1] = sqrtf(w.m2 / (w.n - 1.f));
+    if (blockIdx.x == 0) stats_out[0] = stats[0], stats_out[1] = stats[1];
   }
-}
-
-__global__ void advantages_kernel(const float* __restrict__ returns, float* __restrict__ adv, int count,
-                                  const float* __restrict__ stats) {
-  follow_previous_kernel();
+  __syncthreads();
   const int i = blockIdx.x * kReduceThreads + threadIdx.x;
   if (i >= count) return;
   adv[i] = advantage_from(returns[i], stats[0], stats[1]);
@@ -155,17 +156,15 @@ void discounted_returns_cuda(const float* rewards, float* returns, int T, int N,
 }
 
 // Bytes per call: 4 count read twice (statistics, then advantages), 4 count written, 24 * blocks
-// of scratch (<= 6 KiB) and 8 for the statistics.
+// of scratch (<= 6 KiB, read by every block of the advantages, from L2) and 8 for the statistics.
 void normalize_advantages_cuda(const float* returns, float* adv, int count, float* scratch, float* stats_out,
                                cudaStream_t stream) {
   check_advantage_count(count, "normalize_advantages_cuda");
   static_assert(kReduceMaxBlocks <= kReduceThreads, "level 2 takes one partial per thread");
   const unsigned blocks = reduce_blocks(count);
   launch_overlapped(welford_partials_kernel, blocks, kReduceThreads, 0, stream, returns, count, scratch);
-  launch_overlapped(welford_finalize_kernel, 1, kReduceThreads, 0, stream, returns, static_cast<const float*>(scratch),
-                    static_cast<int>(blocks), stats_out);
   launch_overlapped(advantages_kernel, ceil_div(count, kReduceThreads), kReduceThreads, 0, stream, returns, adv, count,
-                    static_cast<const float*>(stats_out));
+                    static_cast<const float*>(scratch), static_cast<int>(blocks), stats_out);
 }
 
 }  // namespace grpo

@@ -53,8 +53,9 @@ void discounted_returns_host(const float* rewards, float* returns, int T, int N,
 // (s before the max with 0.5); adv[i] = advantage_from(returns[i], m, s). count in [2, 2^24).
 // Deterministic two-level reduction (Welford per thread on values shifted by returns[0], Chan
 // merge across threads and blocks); scratch holds normalize_advantages_scratch_floats(count)
-// floats (unused by the host twin, which runs Welford in double). stats_out is required: the last kernel reads m and s
-// from it.
+// floats (unused by the host twin, which runs Welford in double). stats_out is required. On the
+// device, two kernels: the per-block partials, then the advantages, each of whose blocks merges
+// the partials itself (the same tree in each, so the same m and s).
 size_t normalize_advantages_scratch_floats(int count);
 void normalize_advantages_host(const float* returns, float* adv, int count, float* scratch, float* stats_out);
 
