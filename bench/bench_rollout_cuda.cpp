@@ -1,4 +1,4 @@
-// The rollout alone (games_reset, the trunk of step 0 and the T steps, as CudaOps::rollout runs
+// The rollout alone (its start, the games' reset and step 0's trunk, then the T steps, as CudaOps::rollout runs
 // it in an epoch), per game step: the small preset's 200 steps of 136 games at hidden 512 (or the
 // reference's 100 of 544 at 2048) the ways the CUDA executor can run them: eager (a product and
 // the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop

@@ -29,9 +29,13 @@ Ops::RolloutStep rollout_step_at(const Ops::Rollout& r, int t) {
                           r.H};
 }
 
-void Ops::rollout(const Rollout& r) {
+void Ops::rollout_start(const Rollout& r) {
   games_reset(r.games, r.seed, r.epoch, r.obs);
   policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
+}
+
+void Ops::rollout(const Rollout& r) {
+  rollout_start(r);
   for (int t = 0; t < r.T; ++t) {
     const RolloutStep s = rollout_step_at(r, t);
     fc1_forward(*this, r.p, s.now, r.N, r.H);

@@ -117,12 +117,17 @@ class Ops {
     const uint32_t* epoch;
     float dropout;
     int T, N, D, H;
-    // Whether steps 1.. write their h0 rows (the rows of step 0 come from policy_trunk_start
-    // either way): false only where loss_pass_reads_h0 said so, and only an executor whose own
-    // rollout_step honours a null next.h0 may say so.
+    // Whether the steps write their h0 rows (rollout_start's default writes step 0's either
+    // way): false only where loss_pass_reads_h0 said so, and only an executor whose own
+    // rollout_step and rollout_start honour a null h0 may say so.
     bool keep_h0 = true;
   };
   virtual void rollout(const Rollout& r);
+  // The rollout's start (spec step 1 and step 0's trunk up to fc1): games_reset, then
+  // policy_trunk_start on step 0's observations into step 0's rows (h0 there only with keep_h0).
+  // One op so that an executor may run it as one kernel (CudaOps); the default (ops.cpp) runs the
+  // two in turn, writing h0 either way.
+  virtual void rollout_start(const Rollout& r);
   // Whether this executor's loss pass reads the rollout's h0 rows (N columns, observations of D):
   // CudaOps recomputes h0 where layernorm_input_backward_recomputes_h0 (kernels/layernorm.h).
   virtual bool loss_pass_reads_h0(int /*N*/, int /*D*/) const { return true; }

@@ -66,6 +66,8 @@ class CudaOps final : public Ops {
   // (engine/cuda/rollout_cluster.cu). Otherwise, with set_rollout_streams(k > 1), the games split
   // into k ranges, each stepped on its own stream (engine/cuda/rollout_streams_cuda.cpp).
   void rollout(const Rollout& r) override;
+  // One kernel (rollout_step.h's rollout_start_cuda), every way of running the rollout.
+  void rollout_start(const Rollout& r) override;
   // The fused kernel of engine/cuda/rollout_step.cu; Ops::rollout (the default) calls it.
   void rollout_step(const RolloutStep& s) override;
   // The one-pass head of kernels/head_loss.cu (two passes past H = 2048) instead of the default's

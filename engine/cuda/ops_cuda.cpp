@@ -109,6 +109,13 @@ void CudaOps::adamw(float* params, const float* grads, float* m, float* v, size_
   adamw_cuda(params, grads, m, v, n, s, cfg, stream_, copies);
 }
 void CudaOps::finish_update(TrainScalars* s) { finish_update_cuda(s, stream_); }
+void CudaOps::rollout_start(const Rollout& r) {
+  RolloutStep s = rollout_step_at(r, 0);
+  s.next = s.now;  // step 0's own rows
+  if (!r.keep_h0) s.next.h0 = nullptr;
+  s.obs_next = r.obs;
+  rollout_start_cuda(game_, s, replicas_, stream_);
+}
 void CudaOps::rollout_step(const RolloutStep& s) { rollout_step_cuda(game_, s, stream_, GameRange{}, step_clocks_); }
 void CudaOps::advance_schedule(TrainScalars* s) { advance_schedule_cuda(s, stream_); }
 void CudaOps::mean_f32(const float* x, int n, float* out, float* scratch) {

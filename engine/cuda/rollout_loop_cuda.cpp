@@ -52,16 +52,14 @@ void CudaOps::rollout(const Rollout& r) {
   const ClusterProduct product = cluster_mma_ && bf16 ? ClusterProduct::TensorCores : ClusterProduct::Fma;
   if (rollout_cluster_ && few_rows &&
       rollout_cluster_fits(r.N, r.H, r.D, bf16, product)) {  // eagerly and captured alike
-    games_reset(r.games, r.seed, r.epoch, r.obs);
-    policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
+    rollout_start(r);
     rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product, 0, rollout_clocks_);
     return;
   }
   if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2)
     return rollout_on_streams(r);  // on one stream, Ops::rollout
 
-  games_reset(r.games, r.seed, r.epoch, r.obs);
-  policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
+  rollout_start(r);
   zero(loop_counters_.get(), 2 * sizeof(uint32_t));
   const WhileNode w = add_while_node(stream_);
   // The body: steps 0 .. T-2 (each writes the next step's trunk), on step 0's pointers,

@@ -64,6 +64,24 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   }
 }
 
+// Step 0's start for game blockIdx.x (rollout_start_cuda): thread 0 resets the game, whose
+// observation the trunk then reads from shared memory; the trunk as every step's.
+template <bool kVec>
+__global__ void __launch_bounds__(kStepThreads, 5)
+    rollout_start_kernel(GameConfig cfg, Ops::RolloutStep s, int replicas) {
+  __shared__ StepScratch<4> sh;
+  follow_previous_kernel();
+  const unsigned g = blockIdx.x;
+  if (threadIdx.x == 0) {
+    reset_one_game(cfg, s.games, int(g), replicas, s.seed, *s.epoch, s.obs_next);
+    const float* obs = s.obs_next + size_t(g) * unsigned(s.D);  // this thread's own stores
+    for (int d = 0; d < s.D; ++d) sh.obs[d] = obs[d];
+  }
+  __syncthreads();
+  with_kept_groups<4>(unsigned(s.H),
+                      [&](auto kept) { step_trunk<kVec, kept.value>(s, s.p, g, sh, sh.h0, StepHooks{}); });
+}
+
 }  // namespace
 
 void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, const char* op) {
@@ -100,6 +118,17 @@ void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const Rollou
 void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games,
                        const PhaseClocks& clocks) {
   launch_step(game, s, RolloutLoop{nullptr, 0, 0}, games, clocks, stream);
+}
+
+void rollout_start_cuda(const GameConfig& game, const Ops::RolloutStep& s, int replicas, cudaStream_t stream) {
+  check_rollout_step_args(game, s, "rollout_start_cuda");
+  if (s.obs_next == nullptr) throw std::invalid_argument("rollout_start_cuda: needs step 0's observation rows");
+  if (replicas < 1 || s.N % replicas != 0)
+    throw std::invalid_argument("rollout_start_cuda: " + std::to_string(s.N) + " games are not groups of " +
+                                std::to_string(replicas) + " replicas");
+  if (s.N == 0) return;
+  const auto kernel = rollout_step_vec(s) ? rollout_start_kernel<true> : rollout_start_kernel<false>;
+  launch_overlapped(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, replicas);
 }
 
 void rollout_step_looped_cuda(const GameConfig& game, const Ops::RolloutStep& s, const RolloutLoop& loop,

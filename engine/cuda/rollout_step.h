@@ -37,6 +37,13 @@ inline constexpr const char* kStepPhases[kStepMarks - 1] = {"a1 wait (product)",
 // marks of the launch's first clocks.blocks blocks (games first ..).
 void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaStream_t stream, GameRange games = {},
                        const PhaseClocks& clocks = {});
+// Ops::rollout_start as one kernel: block g resets game g (env/games.h's reset_one_game: its
+// state, and its observation at row g of s.obs_next), then runs the fused step's trunk on that
+// observation into row g of s.next: h0 (where s.next.h0 is set), the LayerNorm's statistics and
+// h1 (or its bf16 copy). What games_reset, fc_in_forward and the LayerNorm forward did in three
+// launches; the statistics add in the fused step's order, so step 0's trunk has the bits every
+// later step's has. s: step views whose next rows and obs_next are step 0's (s.now is not read).
+void rollout_start_cuda(const GameConfig& game, const Ops::RolloutStep& s, int replicas, cudaStream_t stream);
 // The checks behind that exception, `op` naming the caller (also rollout_cluster.cu's).
 void check_rollout_step_args(const GameConfig& game, const Ops::RolloutStep& s, const char* op);
 

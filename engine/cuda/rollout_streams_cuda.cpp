@@ -26,8 +26,7 @@ void CudaOps::set_rollout_streams(int k) {
 void CudaOps::rollout_on_streams(const Rollout& r) {
   const int k = std::min(rollout_streams_, r.N);
   if (k <= 1) return Ops::rollout(r);
-  games_reset(r.games, r.seed, r.epoch, r.obs);
-  policy_trunk_start(*this, r.p, r.obs, r.N, r.D, r.H, r.acts);
+  rollout_start(r);
   const auto stream_of = [&](int c) { return c == 0 ? stream_ : side_streams_[size_t(c - 1)].get(); };
   CUDA_CHECK(cudaEventRecord(side_events_[0].get(), stream_));
   for (int c = 1; c < k; ++c) CUDA_CHECK(cudaStreamWaitEvent(stream_of(c), side_events_[0].get(), 0));

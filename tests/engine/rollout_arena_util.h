@@ -96,15 +96,15 @@ inline std::vector<char> poisoned_arena(const TrainConfig& c, uint32_t epoch) {
 }
 
 // The arena of a rollout run with Rollout::keep_h0 false (`without`) against the same run with
-// it true (`full`): the same bytes everywhere but the h0 rows of steps 1.., which keep the image's
-// poison (step 0's rows come from the trunk before the steps, whatever keep_h0 says).
+// it true (`full`): the same bytes everywhere but the h0 rows, which keep the image's poison
+// (CudaOps::rollout_start honours keep_h0 for step 0's rows too).
 inline void expect_same_without_h0(const TrainConfig& c, const std::vector<char>& full,
                                    const std::vector<char>& without, const char* what) {
   const ArenaLayout al(c);
   const size_t row = size_t(c.hidden_size) * sizeof(float);
-  const size_t begin = al.h0 + size_t(c.games()) * row, end = al.h0 + size_t(c.samples()) * row;
+  const size_t begin = al.h0, end = al.h0 + size_t(c.samples()) * row;
   ASSERT_EQ(full.size(), without.size());
-  EXPECT_EQ(std::memcmp(full.data(), without.data(), begin), 0) << what << ": the bytes before h0's rows of step 1";
+  EXPECT_EQ(std::memcmp(full.data(), without.data(), begin), 0) << what << ": the bytes before h0's rows";
   EXPECT_EQ(std::memcmp(full.data() + end, without.data() + end, full.size() - end), 0)
       << what << ": the bytes after h0";
   for (size_t o = begin; o < end; o += sizeof(float)) {

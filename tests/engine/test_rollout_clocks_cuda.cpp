@@ -19,8 +19,7 @@ namespace {
 
 RolloutRun cluster_run(const GameConfig& game, ClusterProduct product, const PhaseClocks& clocks) {
   return [game, product, clocks](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
-    ops.games_reset(r.games, r.seed, r.epoch, r.obs);
-    policy_trunk_start(ops, r.p, r.obs, r.N, r.D, r.H, r.acts);
+    ops.rollout_start(r);
     rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, 1, clocks);
   };
 }

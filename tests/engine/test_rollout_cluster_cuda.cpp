@@ -30,8 +30,7 @@ namespace {
 // as Ops::rollout's.
 RolloutRun cluster_run(const GameConfig& game, unsigned clusters, ClusterProduct product = ClusterProduct::Fma) {
   return [game, clusters, product](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
-    ops.games_reset(r.games, r.seed, r.epoch, r.obs);
-    policy_trunk_start(ops, r.p, r.obs, r.N, r.D, r.H, r.acts);
+    ops.rollout_start(r);
     rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, clusters);
   };
 }
