@@ -72,7 +72,8 @@ void expect_start_matches_host_twin(TrainConfig c, bool keep_h0) {
   } else {
     for (float x : floats(hb.acts.h0, NH)) ASSERT_TRUE(std::isnan(x)) << "h0 written without keep_h0";
   }
-  for (auto [p, n, what] : {std::tuple{hb.acts.ln_mean, size_t(N), "mean"}, std::tuple{hb.acts.ln_rstd, size_t(N), "rstd"}}) {
+  for (auto [p, n, what] :
+       {std::tuple{hb.acts.ln_mean, size_t(N), "mean"}, std::tuple{hb.acts.ln_rstd, size_t(N), "rstd"}}) {
     EXPECT_TRUE(all_close(floats(p, n), std::vector<float>(p, p + n))) << what;
   }
   if (hb.acts.h1_bf16 == nullptr) {
