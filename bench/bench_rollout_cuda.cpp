@@ -1,10 +1,10 @@
-// The rollout alone (its start, the games' reset and step 0's trunk, then the T steps, as CudaOps::rollout runs
-// it in an epoch), per game step: the small preset's 200 steps of 136 games at hidden 512 (or the
-// reference's 100 of 544 at 2048) the ways the CUDA executor can run them: eager (a product and
-// the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop
-// (where the product takes the few-row kernel; the reference's is cuBLASLt's),
-// and the cluster kernel (--cluster-rollout), in fp32 and bf16, and in bf16 with its product on
-// tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on 2 or 4 streams
+// The rollout alone (its start, the games' reset and step 0's trunk, then the T steps, as
+// CudaOps::rollout runs it in an epoch), per game step: the small preset's 200 steps of 136
+// games at hidden 512 (or the reference's 100 of 544 at 2048) the ways the CUDA executor can run them: eager (a product
+// and the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop (where the product
+// takes the few-row kernel; the reference's is cuBLASLt's), and the cluster kernel (--cluster-rollout), in fp32 and
+// bf16, and in bf16 with its product on tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on
+// 2 or 4 streams
 // (--rollout-streams). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
 // bench/README.md (issue 16 item 1). After each cluster mode and each graph of the steps unrolled

@@ -37,8 +37,9 @@ class SteadyClock final : public OpClock {
 };
 
 // whole_composites: the composite ops (rollout, loss pass, head loss, LayerNorm input backward,
-// the epoch's score and its end) are one row each, timed around the inner executor's own implementation (the host's
-// fused passes); otherwise they are composed here from the primitive ops, each timed (the CUDA ops).
+// the epoch's score and its end) are one row each, timed around the inner executor's own
+// implementation (the host's fused passes); otherwise they are composed here from the primitive
+// ops, each timed (the CUDA ops).
 class TimedOps final : public Ops {
  public:
   TimedOps(Ops& inner, OpClock& clock, bool whole_composites) : in_(inner), clock_(clock), whole_(whole_composites) {}
