@@ -123,9 +123,7 @@ void rollout_step_cuda(const GameConfig& game, const Ops::RolloutStep& s, cudaSt
 void rollout_start_cuda(const GameConfig& game, const Ops::RolloutStep& s, int replicas, cudaStream_t stream) {
   check_rollout_step_args(game, s, "rollout_start_cuda");
   if (s.obs_next == nullptr) throw std::invalid_argument("rollout_start_cuda: needs step 0's observation rows");
-  if (replicas < 1 || s.N % replicas != 0)
-    throw std::invalid_argument("rollout_start_cuda: " + std::to_string(s.N) + " games are not groups of " +
-                                std::to_string(replicas) + " replicas");
+  check_games_args(game, s.games, replicas < 1 ? -1 : replicas);  // groups() x replicas games, as games_reset_cuda
   if (s.N == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_start_kernel<true> : rollout_start_kernel<false>;
   launch_overlapped(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, replicas);

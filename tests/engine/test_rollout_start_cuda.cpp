@@ -8,10 +8,12 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
 #include "engine/cuda/ops.h"
+#include "engine/cuda/rollout_step.h"
 #include "engine/host/ops.h"
 #include "engine/step.h"
 #include "tests/engine/engine_test_util.h"
@@ -46,6 +48,11 @@ void expect_start_matches_host_twin(TrainConfig c, bool keep_h0) {
   CudaOps dev_ops(c.game, c.batch_size, blas, nullptr);
   const StepBuffers db = StepBuffers::over(dev_slabs.get(), dev.get(), c);
   dev_ops.rollout_start(rollout_of(db));
+  {  // a count of games that is not the game's groups times the replicas is refused before any launch
+    Ops::RolloutStep s = rollout_step_at(rollout_of(db), 0);
+    s.next = s.now, s.obs_next = db.obs;
+    EXPECT_THROW(rollout_start_cuda(c.game, s, c.batch_size + 1, nullptr), std::invalid_argument);
+  }
   host_ops.Ops::rollout_start(rollout_of(hb));  // the default: the ops in turn
   std::vector<char> got(al.total);
   CUDA_CHECK(cudaDeviceSynchronize());
