@@ -297,19 +297,21 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   }
 }
 
-// While thread 0 plays the game, the trunk's parameters at the thread's columns come into L1:
-// W_in's D rows (transposed), LayerNorm's gamma and beta. A prefetch holds no register, so the
+// While thread 0 plays the game, the trunk's parameters come into L1: W_in's D rows
+// (transposed), LayerNorm's gamma and beta. A prefetch holds no register, so the
 // trunk's loads find them in L1 once the game is over instead of each waiting on L2 (a kernel
-// starts with none of them in L1). Only where p is s.p's, in global memory (the cluster kernel
-// reads copies on chip and compiles none of this: StepHooks::kPrefetchTrunk), and a thread has
-// at most two groups (the small preset's one): past that five blocks an SM hide the round trips,
-// and the prefetches would add to an issue-bound step.
+// starts with none of them in L1): past two groups a thread, h0_sums loads W_in two rows at a
+// time, five dependent round trips at D = 10, which the blocks of an SM, all at their trunks at
+// once after the same product, cannot hide from each other. Warps 1.. issue the prefetches for
+// every column while they would wait at the game's barrier anyway, so that thread 0's game (and
+// warp 0, whose lanes wait for it) starts at once. Only where p is s.p's, in global memory (the
+// cluster kernel reads copies on chip and compiles none of this: StepHooks::kPrefetchTrunk).
 template <bool kVec>
 __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamViews& p) {
   const Columns<kVec> cols(unsigned(s.H));
-  if (p.fc_in_w_t != s.p.fc_in_w_t || cols.groups > 2 * kStepThreads) return;
+  if (p.fc_in_w_t != s.p.fc_in_w_t || threadIdx.x < 32) return;
   const unsigned pitch = fc_in_t_pitch(int(cols.H));
-  for (unsigned c = cols.tid; c < cols.groups; c += kStepThreads) {
+  for (unsigned c = threadIdx.x - 32; c < cols.groups; c += kStepThreads - 32) {
     for (int d = 0; d < s.D; ++d) prefetch_l1(p.fc_in_w_t + size_t(d) * pitch + 4 * c);
     prefetch_l1(p.ln_gamma + 4 * c);
     prefetch_l1(p.ln_beta + 4 * c);
@@ -353,8 +355,6 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
   __syncthreads();
   hooks.mark_head();
-  if constexpr (Hooks::kPrefetchTrunk)
-    if (!last) prefetch_trunk<kVec>(s, p);
   if (ahead) {  // never without kGameAhead: the constexpr keeps store_by_lanes out of other hooks' games
     if constexpr (Hooks::kGameAhead) {
       if (threadIdx.x < 32) take_played_ahead(s, hooks.games(s), b_out, drawn, shift, g, last, sh);
@@ -363,7 +363,9 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
   }
   if (threadIdx.x >= 32) hooks.while_playing();
-  if (last) return;  // no next trunk (uniform over the block)
+  if constexpr (Hooks::kPrefetchTrunk)
+    if (!last) prefetch_trunk<kVec>(s, p);  // warps 1.. alone
+  if (last) return;                         // no next trunk (uniform over the block)
   __syncthreads();
   hooks.mark_game();
   with_kept_groups<kKeep>(H, [&](auto kept) { step_trunk<kVec, kept.value>(s, p, shift + g, sh, sh.h0, hooks); });
