@@ -87,6 +87,34 @@ TEST(AdamWCuda, NonFiniteFlagSkipsTheUpdate) {
   EXPECT_EQ(s.epoch, 6u);
 }
 
+// One update of n elements on the host and its copy on the device: random parameters (seed
+// p_seed), moments and gradients (seed g_seed), the scalars of update 8, or of a skipped update.
+struct Update {
+  std::vector<float> p, m, v, g;
+  DeviceBuffer<float> dp, dm, dv, dg;
+  TrainScalars s;
+  DeviceBuffer<TrainScalars> ds;
+  Update(size_t n, uint64_t p_seed, uint64_t g_seed, bool skipped = false)
+      : p(random_floats(n, p_seed, -1, 1)),
+        m(random_floats(n, 2, -0.1f, 0.1f)),
+        v(random_floats(n, 3, 0.f, 0.01f)),
+        g(random_floats(n, g_seed, -1, 1)),
+        dp(p),
+        dm(m),
+        dv(v),
+        dg(g),
+        s(train_scalars_start(1e-3f, 7, 7)),
+        ds(std::vector<TrainScalars>{with_skip(s, skipped)}) {}
+  static TrainScalars with_skip(TrainScalars t, bool skipped) {
+    t.nonfinite = skipped ? 1u : 0u;
+    return t;
+  }
+  void on_host(const WeightCopies& c) { adamw_host(p.data(), g.data(), m.data(), v.data(), p.size(), &s, {}, c); }
+  void on_device(const WeightCopies& c) {
+    adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), p.size(), ds.get(), AdamWConfig{}, nullptr, c);
+  }
+};
+
 // The bf16 copy of a range of the slab comes out of the update: on the device and the host
 // alike, each element of [begin, begin + count) is to_bf16 of its new value, bit for bit, and
 // nothing outside the range is written (the destination is poisoned beyond it). Ranges that
@@ -100,41 +128,27 @@ TEST(AdamWCuda, WritesTheBf16CopyOfARange) {
   };
   for (const Range r : {Range{0, n}, Range{5, 998}, Range{17, 1}, Range{990, 13}, Range{2, 0}}) {
     SCOPED_TRACE(::testing::Message() << "range " << r.begin << " + " << r.count);
-    auto p = random_floats(n, r.begin + 1, -1, 1), m = random_floats(n, 2, -0.1f, 0.1f);
-    auto v = random_floats(n, 3, 0.f, 0.01f);
-    const auto g = random_floats(n, r.count + 4, -1, 1);
-    DeviceBuffer<float> dp(p), dm(m), dv(v), dg(g);
-    const TrainScalars s = train_scalars_start(1e-3f, 7, 7);
-    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    Update u(n, r.begin + 1, r.count + 4);
     const Bf16 poison{0xFFFF};
     std::vector<Bf16> host_copy(r.count + 8, poison);
     DeviceBuffer<Bf16> dcopy(host_copy);
-    adamw_host(p.data(), g.data(), m.data(), v.data(), n, &s, AdamWConfig{},
-               Bf16Copy{r.begin, r.count, host_copy.data()});
-    adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
-               Bf16Copy{r.begin, r.count, dcopy.get()});
-    ASSERT_TRUE(same_bits(dp.download(), p));
+    u.on_host(Bf16Copy{r.begin, r.count, host_copy.data()});
+    u.on_device(Bf16Copy{r.begin, r.count, dcopy.get()});
+    ASSERT_TRUE(same_bits(u.dp.download(), u.p));
     const std::vector<Bf16> got = dcopy.download();
     for (size_t i = 0; i < r.count + 8; ++i) {
-      const uint16_t want = i < r.count ? to_bf16(p[r.begin + i]).bits : poison.bits;
+      const uint16_t want = i < r.count ? to_bf16(u.p[r.begin + i]).bits : poison.bits;
       ASSERT_EQ(host_copy[i].bits, want) << "host @" << i;
       ASSERT_EQ(got[i].bits, want) << "device @" << i;
     }
   }
   // Skipped: the copy keeps what it held.
-  auto g = random_floats(n, 9, -1, 1);
-  DeviceBuffer<float> dp(random_floats(n, 8, -1, 1)), dm(std::vector<float>(n, 0.f)), dv(std::vector<float>(n, 0.f)),
-      dg(g);
-  TrainScalars s = train_scalars_start(1e-3f, 7, 7);
-  s.nonfinite = 1;
-  DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+  Update skipped(n, 8, 9, true);
   DeviceBuffer<Bf16> dcopy(std::vector<Bf16>(n, Bf16{0x1234}));
-  adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr, Bf16Copy{0, n, dcopy.get()});
+  skipped.on_device(Bf16Copy{0, n, dcopy.get()});
   for (const Bf16 b : dcopy.download()) ASSERT_EQ(b.bits, 0x1234);
   // A range outside the slab is refused before any launch.
-  EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
-                          Bf16Copy{n - 2, 3, dcopy.get()}),
-               std::invalid_argument);
+  EXPECT_THROW(skipped.on_device(Bf16Copy{n - 2, 3, dcopy.get()}), std::invalid_argument);
 }
 
 // The transposed copy of a matrix in the slab comes out of the update, beside a bf16 copy of
@@ -152,12 +166,8 @@ TEST(AdamWCuda, WritesTheTransposedCopyOfAMatrix) {
   };
   for (const Matrix mx : {Matrix{0, 97, 10}, Matrix{13, 33, 7}, Matrix{700, 30, 10}, Matrix{1002, 1, 1}}) {
     SCOPED_TRACE(::testing::Message() << "matrix at " << mx.begin << ", " << mx.rows << " x " << mx.cols);
-    auto p = random_floats(n, mx.begin + 1, -1, 1), m = random_floats(n, 2, -0.1f, 0.1f);
-    auto v = random_floats(n, 3, 0.f, 0.01f);
-    const auto g = random_floats(n, mx.rows + 4, -1, 1);
-    DeviceBuffer<float> dp(p), dm(m), dv(v), dg(g);
-    const TrainScalars s = train_scalars_start(1e-3f, 7, 7);
-    DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+    Update u(n, mx.begin + 1, mx.rows + 4);
+    const std::vector<float>& p = u.p;
     const unsigned pitch = fc_in_t_pitch(mx.rows);
     // What refresh_weight_copies left before the update: the old matrix transposed, zero padding.
     std::vector<float> host_t(size_t(mx.cols) * pitch + 8, test::poison_value());
@@ -168,11 +178,9 @@ TEST(AdamWCuda, WritesTheTransposedCopyOfAMatrix) {
     host_at.dst = host_t.data(), dev_at.dst = dt.get();
     std::vector<Bf16> host_b(5, Bf16{0xFFFF});
     DeviceBuffer<Bf16> db(host_b);
-    adamw_host(p.data(), g.data(), m.data(), v.data(), n, &s, AdamWConfig{},
-               WeightCopies(Bf16Copy{3, 5, host_b.data()}, host_at));
-    adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
-               WeightCopies(Bf16Copy{3, 5, db.get()}, dev_at));
-    ASSERT_TRUE(same_bits(dp.download(), p));
+    u.on_host(WeightCopies(Bf16Copy{3, 5, host_b.data()}, host_at));
+    u.on_device(WeightCopies(Bf16Copy{3, 5, db.get()}, dev_at));
+    ASSERT_TRUE(same_bits(u.dp.download(), p));
     std::vector<float> want(size_t(mx.cols) * pitch + 8, test::poison_value());
     fc_in_transpose_host(p.data() + mx.begin, want.data(), mx.rows, mx.cols);
     EXPECT_TRUE(same_bits(host_t, want)) << "host";
@@ -180,21 +188,13 @@ TEST(AdamWCuda, WritesTheTransposedCopyOfAMatrix) {
     const std::vector<Bf16> got_b = db.download();
     for (size_t i = 0; i < 5; ++i) ASSERT_EQ(got_b[i].bits, to_bf16(p[3 + i]).bits) << "the bf16 copy beside it @" << i;
   }
-  auto g = random_floats(n, 9, -1, 1);
-  DeviceBuffer<float> dp(random_floats(n, 8, -1, 1)), dm(std::vector<float>(n, 0.f)), dv(std::vector<float>(n, 0.f)),
-      dg(g);
-  TrainScalars s = train_scalars_start(1e-3f, 7, 7);
-  s.nonfinite = 1;
-  DeviceBuffer<TrainScalars> ds(std::vector<TrainScalars>{s});
+  Update skipped(n, 8, 9, true);
   DeviceBuffer<float> dt(std::vector<float>(40, 0.5f));
-  adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
-             WeightCopies(Bf16Copy{}, TransposedCopy{0, 4, 10, 4, dt.get()}));
+  skipped.on_device(WeightCopies(Bf16Copy{}, TransposedCopy{0, 4, 10, 4, dt.get()}));
   for (const float x : dt.download()) ASSERT_EQ(x, 0.5f) << "a skipped update writes no copy";
-  EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
-                          WeightCopies(Bf16Copy{}, TransposedCopy{n - 5, 2, 3, 4, dt.get()})),
+  EXPECT_THROW(skipped.on_device(WeightCopies(Bf16Copy{}, TransposedCopy{n - 5, 2, 3, 4, dt.get()})),
                std::invalid_argument);
-  EXPECT_THROW(adamw_cuda(dp.get(), dg.get(), dm.get(), dv.get(), n, ds.get(), AdamWConfig{}, nullptr,
-                          WeightCopies(Bf16Copy{}, TransposedCopy{0, 5, 2, 4, dt.get()})),
+  EXPECT_THROW(skipped.on_device(WeightCopies(Bf16Copy{}, TransposedCopy{0, 5, 2, 4, dt.get()})),
                std::invalid_argument);
 }
 
