@@ -208,13 +208,15 @@ GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, con
   });
 }
 
-// Game g of a reset: group g / replicas, start fruit x from that group's draw.
+// Game g of a reset: group g / replicas, start fruit x from that group's draw; its observation
+// row in obs and, when not null, a copy in obs_copy (as step_one_game's).
 GRPO_HD void reset_one_game(const GameConfig& cfg, const GamesView& v, int g, int replicas, uint64_t seed,
-                            uint32_t epoch, float* obs) {
+                            uint32_t epoch, float* obs, float* obs_copy = nullptr) {
   const int group = g / replicas;
   const GameState s = start_state(group, start_fruit_x(cfg.screen_width, seed, epoch, static_cast<uint32_t>(group)));
   v.store(g, s);
   if (obs) write_observation(cfg, s, obs + static_cast<size_t>(g) * cfg.obs_dim());
+  if (obs_copy) write_observation(cfg, s, obs_copy);
 }
 
 // Throws std::invalid_argument unless `view` was made for cfg and, for a reset (replicas > 0),

@@ -72,11 +72,7 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   __shared__ StepScratch<4> sh;
   follow_previous_kernel();
   const unsigned g = blockIdx.x;
-  if (threadIdx.x == 0) {
-    reset_one_game(cfg, s.games, int(g), replicas, s.seed, *s.epoch, s.obs_next);
-    const float* obs = s.obs_next + size_t(g) * unsigned(s.D);  // this thread's own stores
-    for (int d = 0; d < s.D; ++d) sh.obs[d] = obs[d];
-  }
+  if (threadIdx.x == 0) reset_one_game(cfg, s.games, int(g), replicas, s.seed, *s.epoch, s.obs_next, sh.obs);
   __syncthreads();
   with_kept_groups<4>(unsigned(s.H),
                       [&](auto kept) { step_trunk<kVec, kept.value>(s, s.p, g, sh, sh.h0, StepHooks{}); });
