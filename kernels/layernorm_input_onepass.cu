@@ -29,36 +29,49 @@ struct Args {
   float* h0_out;  // kH0Out: the recomputed h0 goes here too (tests)
 };
 
-// What a thread reads of one row besides dh1: the observation and the forward's statistics.
-struct RowIn {
-  float x[kMaxD], mu, rs;
-};
+// Rows a team takes a round: two where D is exactly kMaxD (the presets'), which halves the round's
+// fixed part per row: the loop, the prefetch's address arithmetic, the shuffles of the row sums,
+// the two barriers and the serial adding of the warps' shares, and each W_in group's
+// shared-memory load serves both rows. More do not fit: a row in flight keeps 12 floats a thread
+// through the barriers (dh1, gelu', xhat) and 4 more for the next round's dh1, beside the 48
+// column sums. With D a run-time value (its bounds tested at each d) two rows spill: one.
+template <bool kExactD>
+constexpr unsigned kRowsOf = kExactD ? 2 : 1;
+constexpr unsigned kSlots = 2 * kWarps;  // a round's rows: up to two of at most 16 teams
+constexpr unsigned kRowIn = 12;          // floats of a staged row: x[0 .. kMaxD), 0 to 10, mean, rstd
+static_assert(kMaxD <= 10 && kRowIn % 4 == 0, "a staged row is three float4s");
 
 // A block per row chunk of colsum's partition (activations_colsum.h). Its 512 threads form teams
-// of `team` threads, each team a row at a time; thread t of a team owns the four columns
-// 4t .. 4t + 3 of every row it sees, so its 2 + D column sums (dgamma, dbeta, dW_in's D columns)
-// stay in its registers for the whole chunk. W_in at those columns waits in shared memory. A round:
+// of `team` threads; thread t of a team owns the four columns 4t .. 4t + 3 of every row it sees,
+// so its 2 + D column sums (dgamma, dbeta, dW_in's D columns) stay in its registers for the whole
+// chunk. W_in at those columns waits in shared memory. A round takes kRowsOf rows a team (slot
+// s = i * teams + team index is row base + s), so a team still sees its rows in ascending order:
 //   1. h0 = X W_in^T at the thread's columns, as the rollout's fused step computes it (an fmaf
 //      chain over d ascending from 0, so the same bits), then gelu, gelu', xhat = (gelu(h0) -
 //      mean) rstd and the thread's shares of the row sums of dxhat = dh1 gamma and dxhat xhat;
-//   2. the row sums meet in shared memory (a shuffle tree a warp, then the team's warps in order,
-//      by one thread a team), and every thread of the team reads the row's two means;
+//   2. the rows' sums meet in shared memory (a shuffle tree a warp, all the round's sums at once,
+//      then the team's warps in order by one thread a slot), and every thread of the team reads
+//      its rows' two means;
 //   3. dh0 = dh1 + gelu'(h0) rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) joins the column
-//      sums with dh1 xhat, dh1 and dh0 X[row, d].
-// dh1 is the only [M, N] array read, once; h0 is never read and dh0 never written. Its loads run
-// two rounds ahead, the observation's and the statistics' one round ahead.
+//      sums with dh1 xhat, dh1 and dh0 X[row, d], the rows in order.
+// dh1 is the only [M, N] array read, once; h0 is never read and dh0 never written. Its loads run a
+// round ahead. A row's observation and statistics are read from global memory by one thread each
+// (12 a row) a round ahead, and wait in shared memory, where every thread of the team reads them.
 template <bool kExactD, bool kH0Out>
 __global__ void __launch_bounds__(kThreads, 1)
     layernorm_input_onepass_kernel(Args a, unsigned team, unsigned rows_per_chunk, float* __restrict__ partial) {
+  constexpr unsigned kRows = kRowsOf<kExactD>;
   follow_previous_kernel();
-  __shared__ float warp_sums[kWarps][2];  // [warp of the block][sum]: a team's warps are contiguous
-  __shared__ float row_means[kWarps][2];  // [team][mean of dxhat, of dxhat xhat]; at most 16 teams
-  __shared__ float4 team_cols[kThreads];  // the chunk's end: one column sum, the teams' in order
-  GRPO_DYNAMIC_SHARED(float4, w_in);      // [d * team + t]: W_in[4t .. 4t + 3, d]
+  __shared__ float warp_sums[kWarps][2 * kRows];     // [warp of the block][2 i + sum]: a team's warps are contiguous
+  __shared__ float row_means[kSlots][2];             // [slot][mean of dxhat, of dxhat xhat]
+  __shared__ float4 rows_in[2][kSlots][kRowIn / 4];  // [round parity][slot]: the staged rows
+  __shared__ float4 team_cols[kThreads];             // the chunk's end: one column sum, the teams' in order
+  GRPO_DYNAMIC_SHARED(float4, w_in);                 // [d * team + t]: W_in[4t .. 4t + 3, d]
   const unsigned teams = kThreads / team, my_team = threadIdx.x / team, t = threadIdx.x % team;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps_per_team = team / 32;
   const unsigned N = unsigned(a.N), D = kExactD ? unsigned(kMaxD) : unsigned(a.D);
   const unsigned n = 4 * t < N ? std::min(4u, N - 4 * t) : 0u;  // the thread's valid columns
+  const unsigned slots = kRows * teams;
   const size_t r0 = size_t(blockIdx.x) * rows_per_chunk;
   const size_t r1 = std::min(size_t(a.M), r0 + rows_per_chunk);
 
@@ -77,80 +90,112 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) acc[q][k] = 0.f;
 
-  auto load_dy = [&](size_t row, float(&dy)[4]) { load4(a.dh1 + row * N + 4 * t, row < r1 ? n : 0u, a.vec, dy); };
-  auto load_in = [&](size_t row, RowIn& in) {
-    const bool live = row < r1;
-    const float* xr = a.X + row * D;
-    if constexpr (kExactD) {  // rows of 10 floats from an 8-byte aligned X: five 8-byte loads
-      static_assert(kMaxD % 2 == 0, "pairs of inputs");
-#pragma unroll
-      for (unsigned d = 0; d < unsigned(kMaxD); d += 2) {
-        const float2 v = live ? *vector_at<const float2>(xr + d) : make_float2(0.f, 0.f);
-        in.x[d] = v.x, in.x[d + 1] = v.y;
-      }
-    } else {
-#pragma unroll
-      for (unsigned d = 0; d < unsigned(kMaxD); ++d) in.x[d] = live && d < D ? xr[d] : 0.f;
-    }
-    in.mu = live ? a.mean[row] : 0.f;
-    in.rs = live ? a.rstd[row] : 0.f;
+  // The staging: thread j < slots * kRowIn reads element j % kRowIn of slot j / kRowIn's row (0
+  // past D, and for a row past the chunk).
+  const bool stager = threadIdx.x < slots * kRowIn;
+  const unsigned stage_slot = threadIdx.x / kRowIn, stage_e = threadIdx.x % kRowIn;
+  auto stage_load = [&](size_t base) {
+    const size_t row = base + stage_slot;
+    if (!stager || row >= r1) return 0.f;
+    if (stage_e < D) return a.X[row * D + stage_e];
+    return stage_e == kRowIn - 2 ? a.mean[row] : stage_e == kRowIn - 1 ? a.rstd[row] : 0.f;
   };
-  float dy[4], dy_next[4];
-  RowIn in;
-  load_dy(r0 + my_team, dy);
-  load_dy(r0 + teams + my_team, dy_next);
-  load_in(r0 + my_team, in);
-  __syncthreads();  // w_in
+  auto stage_store = [&](unsigned parity, float v) {
+    if (stager) reinterpret_cast<float*>(rows_in[parity][stage_slot])[stage_e] = v;
+  };
+  auto load_dy = [&](size_t base, float(&dy)[kRows][4]) {
+#pragma unroll
+    for (unsigned i = 0; i < kRows; ++i) {
+      const size_t row = base + i * teams + my_team;
+      load4(a.dh1 + row * N + 4 * t, row < r1 ? n : 0u, a.vec, dy[i]);
+    }
+  };
+  auto row_in = [&](unsigned parity, unsigned slot, float(&x)[kRowIn]) {
+#pragma unroll
+    for (unsigned q = 0; q < kRowIn / 4; ++q) {
+      const float4 v = rows_in[parity][slot][q];
+      x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
+    }
+  };
+  float dy[kRows][4], dy_next[kRows][4];
+  load_dy(r0, dy);
+  stage_store(0, stage_load(r0));
+  __syncthreads();  // w_in, round 0's rows
 
-  for (size_t base = r0; base < r1; base += teams) {
-    const size_t row = base + my_team;
-    float h[4] = {0.f, 0.f, 0.f, 0.f};
+  unsigned parity = 0;
+  for (size_t base = r0; base < r1; base += slots, parity ^= 1u) {
+    float h[kRows][4];
+#pragma unroll
+    for (unsigned i = 0; i < kRows; ++i)
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) h[i][k] = 0.f;
+    float in[kRows][kRowIn];
+#pragma unroll
+    for (unsigned i = 0; i < kRows; ++i) row_in(parity, i * teams + my_team, in[i]);
 #pragma unroll
     for (unsigned d = 0; d < unsigned(kMaxD); ++d) {
       if (!kExactD && d >= D) break;
-      fc_in_add4(in.x[d], w_in[d * team + t], h);
-    }
-    if (kH0Out && row < r1 && n > 0) store4(a.h0_out + row * N + 4 * t, n, false, h);
-    float dg[4], xhat[4], s1 = 0.f, s2 = 0.f;  // dy = 0 past the row's end and past the chunk
+      const float4 w = w_in[d * team + t];
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-      xhat[k] = (gelu_and_grad(h[k], dg[k]) - in.mu) * in.rs;
-      const float dxhat = dy[k] * ga[k];
-      s1 += dxhat;
-      s2 += dxhat * xhat[k];
+      for (unsigned i = 0; i < kRows; ++i) fc_in_add4(in[i][d], w, h[i]);
     }
-    const RowIn cur = in;
-    float dy_cur[4];
+    float dg[kRows][4], xhat[kRows][4], sums[2 * kRows];  // dy = 0 past the row's end and past the chunk
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) dy_cur[k] = dy[k], dy[k] = dy_next[k];
-    load_dy(row + 2 * teams, dy_next);
-    load_in(row + teams, in);
+    for (unsigned i = 0; i < kRows; ++i) {
+      const size_t row = base + i * teams + my_team;
+      if (kH0Out && row < r1 && n > 0) store4(a.h0_out + row * N + 4 * t, n, false, h[i]);
+      const float mu = in[i][kRowIn - 2], rs = in[i][kRowIn - 1];
+      float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) {
+        xhat[i][k] = (gelu_and_grad(h[i][k], dg[i][k]) - mu) * rs;
+        const float dxhat = dy[i][k] * ga[k];
+        s1 += dxhat;
+        s2 += dxhat * xhat[i][k];
+      }
+      sums[2 * i] = s1, sums[2 * i + 1] = s2;
+    }
+    const size_t next = base + slots;
+    load_dy(next, dy_next);
+    const float staged = stage_load(next);
 
-    {  // the row's two sums over the warp at once: s1's in lanes 0..15, s2's in 16..31
-      const float both[2] = {s1, s2};
-      const float v = warp_sums_spread(both);
-      if (lane % 16 == 0) warp_sums[warp][lane / 16] = v;
+    {  // the round's row sums over the warp at once: sum x in lanes x L ..
+      constexpr unsigned L = kSpreadLanes<2 * kRows>;
+      const float v = warp_sums_spread(sums);
+      if (lane % L == 0) warp_sums[warp][lane / L] = v;
     }
     __syncthreads();
-    if (threadIdx.x < teams) {
-      const unsigned w0 = threadIdx.x * warps_per_team;
-      float m1 = warp_sums[w0][0], m2 = warp_sums[w0][1];
-      for (unsigned w = 1; w < warps_per_team; ++w) m1 += warp_sums[w0 + w][0], m2 += warp_sums[w0 + w][1];
+    stage_store(parity ^ 1u, staged);  // the slots of the round before were read before this barrier
+    if (threadIdx.x < slots) {
+      const unsigned i = threadIdx.x / teams, w0 = threadIdx.x % teams * warps_per_team;
+      float m1 = warp_sums[w0][2 * i], m2 = warp_sums[w0][2 * i + 1];
+      for (unsigned w = 1; w < warps_per_team; ++w) m1 += warp_sums[w0 + w][2 * i], m2 += warp_sums[w0 + w][2 * i + 1];
       row_means[threadIdx.x][0] = m1 / float(N);
       row_means[threadIdx.x][1] = m2 / float(N);
     }
     __syncthreads();
-    if (row >= r1) continue;  // uniform over the team; the barriers above are the block's
-    const float m1 = row_means[my_team][0], m2 = row_means[my_team][1];
 #pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-      const float d0 = dy_cur[k] + dg[k] * (cur.rs * (dy_cur[k] * ga[k] - m1 - xhat[k] * m2));
-      acc[0][k] += dy_cur[k] * xhat[k];
-      acc[1][k] += dy_cur[k];
+    for (unsigned i = 0; i < kRows; ++i) {
+      const unsigned slot = i * teams + my_team;
+      if (base + slot >= r1) break;  // uniform over the team; the barriers above are the block's
+      const float m1 = row_means[slot][0], m2 = row_means[slot][1];
+      float x[kRowIn];
+      row_in(parity, slot, x);
+      const float rs = x[kRowIn - 1];
 #pragma unroll
-      for (unsigned d = 0; d < unsigned(kMaxD); ++d)
-        if (kExactD || d < D) acc[2 + d][k] += d0 * cur.x[d];
+      for (unsigned k = 0; k < 4; ++k) {
+        const float d0 = dy[i][k] + dg[i][k] * (rs * (dy[i][k] * ga[k] - m1 - xhat[i][k] * m2));
+        acc[0][k] += dy[i][k] * xhat[i][k];
+        acc[1][k] += dy[i][k];
+#pragma unroll
+        for (unsigned d = 0; d < unsigned(kMaxD); ++d)
+          if (kExactD || d < D) acc[2 + d][k] += d0 * x[d];
+      }
     }
+#pragma unroll
+    for (unsigned i = 0; i < kRows; ++i)
+#pragma unroll
+      for (unsigned k = 0; k < 4; ++k) dy[i][k] = dy_next[i][k];
   }
 
   // The chunk's column sums, each column's teams added in team order.
@@ -241,7 +286,7 @@ void partial_sums_cuda(const float* dh1, const float* X, const float* W_in, cons
                                 " bytes of shared memory a block beside its static part; the device allows " +
                                 std::to_string(dynamic_limit()) + " (fits_device says where it runs)");
   const unsigned chunks = colsum::chunks(size_t(M)), rows = colsum::rows_per_chunk(size_t(M));
-  const bool exact = D == kMaxD && aligned8(X);  // the presets' D, read in pairs
+  const bool exact = D == kMaxD;  // the presets' D: two rows a round
   if (h0_out)
     exact ? launch_onepass<true, true>(a, tm, smem, chunks, rows, partial, stream)
           : launch_onepass<false, true>(a, tm, smem, chunks, rows, partial, stream);

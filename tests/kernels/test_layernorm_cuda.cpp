@@ -107,7 +107,7 @@ TEST(LayerNormCuda, InputBackwardMatchesTheComposedHostOps) {
   struct InCase {
     int M, N, D;
     size_t offset;
-    size_t x_offset = 0;  // X one float past 8-byte alignment: the one pass reads D = 10 a float at a time
+    size_t x_offset = 0;  // X one float past 8-byte alignment: the one pass stages an observation a float at a time
   };
   for (const InCase c : {InCase{13, 8, 1, 0}, InCase{9, 37, 10, 1}, InCase{150, 64, 10, 0}, InCase{6, 1100, 25, 0},
                          InCase{70, 40, 25, 0}, InCase{9000, 40, 10, 0}, InCase{37, 512, 10, 0},
