@@ -82,7 +82,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "same device; default: the heuristic's first)");
   app.add_flag("--rollout-loop,!--no-rollout-loop", f.rollout_loop,
                "cuda: capture the rollout's steps as one WHILE node (where the product takes the few-row "
-               "kernel), eight steps a trip, instead of two nodes a step: 45 nodes for 425 at the small preset");
+               "kernel), eight steps a trip, instead of two nodes a step: 36 nodes for 416 at the small preset");
   app.add_option("--rollout-streams", c.rollout_streams,
                  "cuda: play the rollout's games in this many ranges, each on a stream of its own, so one "
                  "range's product runs beside another's step (not with the cluster kernel or the WHILE loop)")

@@ -52,10 +52,10 @@ struct TrainConfig {
   std::string gemm_tuning;
   // true: the CUDA executor's graph holds the rollout's steps but the last as one WHILE node where
   // the product takes the few-row kernel (engine/cuda/rollout_loop_cuda.cpp), eight steps a trip:
-  // 45 nodes instead of 425 at the small preset; false: two nodes a step. Off by default: on an
-  // H200 a one-step trip took ~5 us longer than its two nodes unrolled, and the eight-step trips
-  // (predicted ~0.6 us a step) are not measured yet (bench/README.md); --rollout-loop,
-  // bench_epoch --rollout-loop on.
+  // 36 nodes instead of 416 at the small preset; false: two nodes a step. Off by default: on an
+  // H200 the eight-step trips took 21.1 us a step against 17.6 unrolled, and the body's kernels
+  // launched overlapped since (predicted within 2-4%) are not measured yet (bench/README.md);
+  // --rollout-loop, bench_epoch --rollout-loop on.
   bool rollout_loop = false;
   // The rollout's games in this many ranges (1 to 4), each range's products and steps on a CUDA
   // stream of its own, so that one range's product runs beside another's row-local step

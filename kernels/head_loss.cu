@@ -27,7 +27,10 @@ __device__ __forceinline__ void unpack(const float4& f, float (&v)[4]) {
 // `team` threads (a power of two, 32 to 256), each team a row at a time; thread t of a team owns
 // the CG column groups t, t + team, ... (four columns each) of every row it sees, so its four
 // column sums stay in its registers (b1 and W_out at the block's columns wait in shared memory).
-// A round takes R rows a team (slot s = i * teams + team index is row base + s):
+// A round takes R = 2 rows a team (slot s = i * teams + team index is row base + s), so that the
+// round's barriers and its serial part (step 2's one thread a slot, while the block waits) come
+// once for two rows (at two groups a thread that fills 128 registers, with b_out in shared
+// memory). A round:
 //   1. g = gelu(a1 + b1) and gk = gelu' where dropout keeps the element (0 where it drops it),
 //      kept in registers, and the thread's share of the three logits' sums g W_out;
 //   2. the logits meet in shared memory (a shuffle tree a warp, then the team's warps in order),
@@ -97,11 +100,9 @@ __global__ void __launch_bounds__(kThreads, 2)
   // Thread `slot` < slots applies the objective to its slot's row of every round; its inputs for
   // the round are loaded before step 1, so that they have arrived by step 2.
   const bool slot_thread = threadIdx.x < slots;
-  float b_out[kActions] = {0.f, 0.f, 0.f};
-  if (slot_thread)
-#pragma unroll
-    for (int j = 0; j < kActions; ++j) b_out[j] = a.b_out[j];
-  __syncthreads();  // bw
+  __shared__ float b_out[kActions];
+  if (threadIdx.x < unsigned(kActions)) b_out[threadIdx.x] = a.b_out[threadIdx.x];
+  __syncthreads();  // bw, b_out
   for (size_t base = r0; base < r1; base += slots) {
     const size_t slot_row = base + threadIdx.x;
     const bool slot_live = slot_thread && slot_row < r1;
@@ -293,7 +294,7 @@ void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
     launch_overlapped(head_loss_fused_kernel<1, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
                       row_partials);
   else if (shape.groups_per_thread == 2)
-    launch_overlapped(head_loss_fused_kernel<2, 1>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
+    launch_overlapped(head_loss_fused_kernel<2, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
                       row_partials);
   else
     row_blocks = head_loss_wide_cuda(a, vec, col_partials, row_partials, stream);
