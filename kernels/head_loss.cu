@@ -2,6 +2,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/exact_math.h"
 #include "core/grid_dependency.cuh"
 #include "core/launch.h"
 #include "kernels/activations_colsum.cuh"
@@ -162,7 +163,9 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (int j = 0; j < kActions; ++j) {
         float v = 0.f;
         for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[slot][wt][j];
-        z[j] = v * scale + b_out[j];
+        // A product then a sum, as the host twin and the emulator add: with b_out in shared memory
+        // nvcc would fuse them.
+        z[j] = mul_rn(v, scale) + b_out[j];
       }
       part[0] += objective_loss(a.objective, z, action, adv, old_logp, inv_m, dz, &entropy);
 #pragma unroll

@@ -1,4 +1,5 @@
 // The LayerNorm input backward in one pass over dh1, h0 recomputed (layernorm_input_onepass.h).
+#include "core/exact_math.h"
 #include "core/grid_dependency.cuh"
 #include "kernels/layernorm_input_onepass.h"
 
@@ -40,6 +41,8 @@ constexpr unsigned kRowsOf = kExactD ? 2 : 1;
 constexpr unsigned kSlots = 2 * kWarps;  // a round's rows: up to two of at most 16 teams
 constexpr unsigned kRowIn = 12;          // floats of a staged row: x[0 .. kMaxD), 0 to 10, mean, rstd
 static_assert(kMaxD <= 10 && kRowIn % 4 == 0, "a staged row is three float4s");
+static_assert(kRowsOf<true> * kWarps <= kSlots && kSlots * kRowIn <= kThreads,
+              "a thread stages each element of a round");
 
 // A block per row chunk of colsum's partition (activations_colsum.h). Its 512 threads form teams
 // of `team` threads; thread t of a team owns the four columns 4t .. 4t + 3 of every row it sees,
@@ -149,7 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k) {
         xhat[i][k] = (gelu_and_grad(h[i][k], dg[i][k]) - mu) * rs;
-        const float dxhat = dy[i][k] * ga[k];
+        const float dxhat = mul_rn(dy[i][k], ga[k]);  // rounded, as one row a round had it: nvcc would fuse it into s1
         s1 += dxhat;
         s2 += dxhat * xhat[i][k];
       }

@@ -72,6 +72,23 @@ class Parse(unittest.TestCase):
         # A file of the same name elsewhere is another file.
         self.assertEqual(sc.per_line(ins, other), {7: 1, None: 2})
 
+    def test_fp_ops_per_line_are_the_float_adds_multiplies_and_fmas_per_line_charges(self):
+        seed = random.randrange(2**32)
+        rng = random.Random(seed)
+        block = os.path.normpath("/r/./engine/cuda/block.cuh")
+        text, want = listing([("_Z1kv", 300)], rng)
+        ins = sc.parse(text)["_Z1kv"]
+        got = sc.per_line_fp(ins, block)
+        lines = sc.per_line(ins, block)
+        for ln, ops in got.items():
+            self.assertLessEqual(sum(ops.values()), lines[ln], f"seed {seed}")
+            self.assertEqual(set(ops) - {"FADD", "FMUL", "FFMA"}, set(), f"seed {seed}")
+        ffma = sum(1 for op, chain in want["_Z1kv"] if op == "FFMA" and any(f == block for f, _ in chain))
+        self.assertEqual(sum(ops["FFMA"] for ops in got.values()), ffma, f"seed {seed}")
+        # An FMUL and an FADD are not an FFMA: a fused product shows as one FFMA on its line.
+        mixed = [("FMUL", [(block, 7)]), ("FADD", [(block, 7)]), ("FFMA", [(block, 8)]), ("IMAD", [(block, 8)])]
+        self.assertEqual(sc.per_line_fp(mixed, block), {7: {"FMUL": 1, "FADD": 1}, 8: {"FFMA": 1}})
+
     def test_paths_as_nvcc_wrote_them(self):
         text = "\n".join(["\t.headerflags\t@\"EF_CUDA_SM90\"", "\t.text._Z1kv:", '\t//## File "/r/./engine/../engine/block.cuh", line 9',
                           "        /*0000*/                   FFMA R1, R2, R3, R4 ;"])
@@ -90,7 +107,8 @@ class Refusals(unittest.TestCase):
                            ([source, "--kernel", "("], "missing ), unterminated subpattern"),
                            ([source, "--within", "5-9"], "--within takes LO-HI (LO <= HI) with --lines"),
                            ([source, "--lines", "gelu.h", "--within", "9-5"], "--within takes LO-HI"),
-                           ([source, "--lines", "no_such_file.cuh"], "--lines: no files named no_such_file.cuh")):
+                           ([source, "--lines", "no_such_file.cuh"], "--lines: no files named no_such_file.cuh"),
+                           ([source, "--fp"], "--fp counts per line: it needs --lines")):
             p = self.run_tool(args)
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertEqual(len(p.stderr.strip().splitlines()), 1, p.stderr)
