@@ -9,7 +9,6 @@
 #include <string>
 
 #include "core/launch.h"
-#include "core/vector_access.h"
 #include "kernels/activations_colsum.h"
 #include "kernels/activations_vec.cuh"
 #include "kernels/fc_in.h"
