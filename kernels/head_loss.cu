@@ -25,7 +25,7 @@ __device__ __forceinline__ void unpack(const float4& f, float (&v)[4]) {
 }
 
 // A block per row chunk of colsum's partition (activations_colsum.h). Its threads form teams of
-// `team` threads (a power of two, 32 to 256), each team a row at a time; thread t of a team owns
+// `team` threads (a power of two, 32 to 256), each team rows of its own; thread t of a team owns
 // the CG column groups t, t + team, ... (four columns each) of every row it sees, so its four
 // column sums stay in its registers (b1 and W_out at the block's columns wait in shared memory).
 // A round takes R = 2 rows a team (slot s = i * teams + team index is row base + s), so that the
