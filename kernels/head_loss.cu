@@ -212,32 +212,37 @@ __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
     for (unsigned q = 0; q < kPartials; ++q) slot_part[threadIdx.x][q] = part[q];
   const unsigned chunks = gridDim.x;
-  if constexpr (CG == 1) {
-    __shared__ float team_acc[kPartials * 4][kThreads];  // [sum * 4 + column of the group][thread]
-#pragma unroll
-    for (unsigned q = 0; q < kPartials; ++q)
-#pragma unroll
-      for (unsigned k = 0; k < 4; ++k) team_acc[4 * q + k][threadIdx.x] = acc[0][q][k];
-    __syncthreads();
-    if (my_team == 0 && n[0] > 0) {
-      for (unsigned q = 0; q < kPartials; ++q) {
-        float v[4];
-#pragma unroll
-        for (unsigned k = 0; k < 4; ++k) {
-          v[k] = 0.f;
-          for (unsigned tm = 0; tm < teams; ++tm) v[k] += team_acc[4 * q + k][tm * team + t];
-        }
-        store4(col_partials + (size_t(q) * chunks + blockIdx.x) * H + 4 * t, n[0], vec, v);
-      }
-    }
-  } else {  // head_loss::one_pass gives CG = 2 one team: each column's sum is one thread's
-    __syncthreads();
+  __syncthreads();   // slot_part; and bw, read for the last time by the last round, becomes team_acc
+  if (teams == 1) {  // each column's sum is one thread's
 #pragma unroll
     for (unsigned c = 0; c < CG; ++c)
       if (n[c] > 0)
 #pragma unroll
         for (unsigned q = 0; q < kPartials; ++q)
           store4(col_partials + (size_t(q) * chunks + blockIdx.x) * H + 4 * (t + team * c), n[c], vec, acc[c][q]);
+  } else {  // a group at a time, the teams' sums added in team order by team 0
+    static_assert(sizeof bw >= sizeof(float) * kPartials * 4 * kThreads, "team_acc fits in bw");
+    float(*team_acc)[kThreads] = reinterpret_cast<float(*)[kThreads]>(&bw[0][0]);  // [sum * 4 + column][thread]
+#pragma unroll
+    for (unsigned c = 0; c < CG; ++c) {
+      if (c > 0) __syncthreads();  // team 0 has read the group before
+#pragma unroll
+      for (unsigned q = 0; q < kPartials; ++q)
+#pragma unroll
+        for (unsigned k = 0; k < 4; ++k) team_acc[4 * q + k][threadIdx.x] = acc[c][q][k];
+      __syncthreads();
+      if (my_team == 0 && n[c] > 0) {
+        for (unsigned q = 0; q < kPartials; ++q) {
+          float v[4];
+#pragma unroll
+          for (unsigned k = 0; k < 4; ++k) {
+            v[k] = 0.f;
+            for (unsigned tm = 0; tm < teams; ++tm) v[k] += team_acc[4 * q + k][tm * team + t];
+          }
+          store4(col_partials + (size_t(q) * chunks + blockIdx.x) * H + 4 * (t + team * c), n[c], vec, v);
+        }
+      }
+    }
   }
   if (threadIdx.x < kPartials) {
     float v = 0.f;

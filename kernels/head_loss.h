@@ -48,16 +48,17 @@ constexpr unsigned kPartials = 4;       // per block: the loss and the three dlo
 inline size_t pass1_blocks(int M) { return (size_t(M) + kRowsPerBlock - 1) / kRowsPerBlock; }
 
 // The one-pass kernel's shape for width H: a thread takes `groups_per_thread` groups of four
-// columns (1 up to H = 1024, 2 up to 2048) in a team of `team` threads a row (the least power of
-// two from 32 that covers the row; with two groups always 256, one team). groups_per_thread 0:
-// wider, the two passes run instead.
+// columns (1 up to H = 256, 2 up to 2048) in a team of `team` threads a row (the least power of
+// two from 32 that covers the row: at H 512 four teams of 64, at 2048 one of 256). Two groups a
+// thread halve the teams' threads, so a round holds twice the rows and its serial part and
+// barriers come half as often a row. groups_per_thread 0: wider, the two passes run instead.
 struct OnePass {
   unsigned groups_per_thread, team;
 };
 inline OnePass one_pass(int H) {
   const unsigned groups = (unsigned(H) + 3) / 4;
   if (groups > 512) return {0, 0};
-  const unsigned per_thread = groups > 256 ? 2 : 1;
+  const unsigned per_thread = groups > 64 ? 2 : 1;
   unsigned team = 32;
   while (team * per_thread < groups) team *= 2;
   return {per_thread, team};
