@@ -220,9 +220,10 @@ TEST(HeadLossCuda, OnePassUpToH2048) {
 
 TEST(HeadLossCuda, WritesTheBf16CopyOfDa1) {
   GRPO_REQUIRE_DEVICE();
-  // Vector and scalar stores, in the one-pass kernel and the two passes.
-  for (const Case c : {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}, Case{30, 2048, 0.1f, true},
-                       Case{20, 2100, 0.1f, false}, Case{7, 2050, 0.1f, true}}) {
+  // Vector and scalar stores, in the one-pass kernel (one group a thread; two, in four teams at
+  // the small preset's 512 and in one at 2048) and the two passes.
+  for (const Case c : {Case{70, 64, 0.1f, false}, Case{33, 30, 0.f, true}, Case{45, 512, 0.1f, false},
+                       Case{30, 2048, 0.1f, true}, Case{20, 2100, 0.1f, false}, Case{7, 2050, 0.1f, true}}) {
     SCOPED_TRACE(::testing::Message() << "M " << c.M << " H " << c.H);
     const Inputs in = make_inputs(c, 77);
     const uint32_t epoch = 5;
