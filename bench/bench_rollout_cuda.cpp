@@ -4,13 +4,15 @@
 // and the fused step launched per step), a graph with the steps unrolled, the graph's WHILE loop (where the product
 // takes the few-row kernel; the reference's is cuBLASLt's), and the cluster kernel (--cluster-rollout), in fp32 and
 // bf16, and in bf16 with its product on tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on
-// 2 or 4 streams
-// (--rollout-streams). CUDA events around whole
+// 2 or 4 streams (--rollout-streams), and the cluster kernel at 7 games a start group (119
+// games, 15 clusters, against the small preset's 136 and 17). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
 // bench/README.md (issue 16 item 1). After each cluster mode and each graph of the steps unrolled
 // on one stream, one more rollout with phase clocks on (core/phase_clock.h) says where its step
 // goes: the SM cycles of each phase of a step in the first cluster's blocks (or the fused step's
-// first games' blocks), medians over the steps. --json writes the rows. On the
+// first games' blocks), medians over the steps; for a cluster mode also where its blocks ran (how
+// many SMs ran two blocks at once) and each cluster's microseconds a step, alone on its SMs or
+// sharing one (the tensor-core modes). --json writes the rows. On the
 // SIMT build the "device" is the CPU emulator: each mode runs once at a tiny shape as a smoke
 // test, timings are not taken (the phases' figures are the emulator's nanoseconds).
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -47,6 +50,7 @@ struct Mode {
   Precision precision;
   bool mma = false;  // the cluster kernel's product on tensor cores
   int streams = 1;   // the games' ranges, each on a stream (--rollout-streams)
+  int replicas = 0;  // the games per start group, where not the preset's (batch_size)
 };
 
 constexpr Mode kModes[] = {
@@ -61,6 +65,9 @@ constexpr Mode kModes[] = {
     {"graph, WHILE loop, bf16", true, true, false, Precision::Bf16},
     {"graph, cluster kernel, bf16", true, true, true, Precision::Bf16},
     {"graph, cluster kernel, bf16 mma", true, true, true, Precision::Bf16, true},
+    // The small preset's 136 games need 17 clusters of 8 blocks, more than 132 SMs hold one block
+    // each: some SMs run two blocks. 119 games (15 clusters) fit: the difference says what sharing costs.
+    {"graph, cluster kernel, bf16 mma, 7 replicas", true, true, true, Precision::Bf16, true, 1, 7},
 };
 
 // One mode on its own buffers: the run's initial parameters, a zeroed arena (epoch 0).
@@ -125,6 +132,29 @@ struct Bench {
   }
 };
 
+// Where the cluster kernel's blocks ran (PhaseClocks' spans): on how many SMs, how many of those
+// ran two blocks at once, and each cluster's microseconds a step (its span over the steps), for
+// the clusters alone on their SMs and for those that shared one. Prints two lines; returns them.
+nlohmann::json placement(const std::vector<long long>& spans, int steps) {
+  const ClusterSpans cs = cluster_spans(spans, kClusterBlocks);
+  const auto group = [&](bool shared) {
+    std::vector<double> us;
+    for (size_t i = 0; i < cs.ns.size(); ++i)
+      if (cs.shares[i] == shared) us.push_back(cs.ns[i] / 1e3 / steps);
+    const double lo = us.empty() ? 0 : *std::min_element(us.begin(), us.end());
+    const double hi = us.empty() ? 0 : *std::max_element(us.begin(), us.end());
+    return nlohmann::json{{"clusters", us.size()}, {"us_median", median(us)}, {"us_min", lo}, {"us_max", hi}};
+  };
+  const nlohmann::json alone = group(false), shared = group(true);
+  std::printf("  where the blocks ran: %zu blocks of %zu clusters on %zu SMs, %zu of them running two blocks at once\n",
+              cs.blocks, cs.ns.size(), cs.sms, cs.shared_sms);
+  for (const auto& [name, g] : {std::pair{"alone on their SMs", alone}, std::pair{"sharing an SM", shared}})
+    if (g["clusters"].get<size_t>() > 0)
+      std::printf("  us a step, %zu clusters %s: median %.2f (%.2f-%.2f)\n", g["clusters"].get<size_t>(), name,
+                  g["us_median"].get<double>(), g["us_min"].get<double>(), g["us_max"].get<double>());
+  return {{"blocks", cs.blocks}, {"sms", cs.sms}, {"shared_sms", cs.shared_sms}, {"alone", alone}, {"sharing", shared}};
+}
+
 // Whether mode m's rollout has phase clocks: the cluster kernel's, or the fused step's where the
 // graph runs the steps unrolled on one stream (each stream's launches would mark the same blocks).
 bool has_phases(const Mode& m) { return m.cluster || (m.graph && !m.loop && m.streams == 1); }
@@ -142,19 +172,30 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   pc.marks = m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
   const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
   const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
+  // The cluster kernel's spans (its tensor-core compilation's): every block of its plan's at most
+  // ceil(N / 8) clusters.
+  const bool spans_on = m.cluster && m.mma;
+  if (spans_on) pc.span_blocks = unsigned((c.games() + kClusterBlocks - 1) / kClusterBlocks * kClusterBlocks);
   auto buffer = cuda::device_array<long long>(pc.size());
+  auto span_buffer = cuda::device_array<long long>(std::max<size_t>(pc.spans_size(), 1));
   pc.at = buffer.get();
-  const std::vector<long long> unmarked(pc.size(), kUnmarked);
+  if (spans_on) pc.spans = span_buffer.get();
+  const std::vector<long long> unmarked(std::max(pc.size(), pc.spans_size()), kUnmarked);
   Bench probe(c, m, pc);
   probe.run();  // warm
   // On the probe's stream: a copy from pageable memory on the legacy stream may land after the
   // next launch on a non-blocking stream.
   CUDA_CHECK(cudaMemcpyAsync(pc.at, unmarked.data(), pc.size() * sizeof(long long), cudaMemcpyHostToDevice,
                              probe.stream.get()));
+  if (pc.spans)
+    CUDA_CHECK(cudaMemcpyAsync(pc.spans, unmarked.data(), pc.spans_size() * sizeof(long long), cudaMemcpyHostToDevice,
+                               probe.stream.get()));
   probe.run();
   CUDA_CHECK(cudaStreamSynchronize(probe.stream.get()));
-  std::vector<long long> at(pc.size());
+  std::vector<long long> at(pc.size()), spans(pc.spans_size());
   CUDA_CHECK(cudaMemcpy(at.data(), pc.at, at.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  if (pc.spans)
+    CUDA_CHECK(cudaMemcpy(spans.data(), pc.spans, spans.size() * sizeof(long long), cudaMemcpyDeviceToHost));
 
   std::vector<PhaseMedians> blocks;
   for (unsigned b = 0; b < pc.blocks; ++b) blocks.push_back(phase_medians(at, pc, b, 0, end));
@@ -190,12 +231,14 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   const double step_cycles = median(steps);
   std::printf("  %-18s %14.0f %14.0f %14s %8s %10.3f  (%.3f us at the SM's %d MHz)\n", "step", blocks[0].step,
               step_cycles, "", "", us_step, step_cycles / (khz / 1e3), khz / 1000);
-  return {{"whose", whose},
-          {"blocks", pc.blocks},
-          {"steps", blocks[0].steps},
-          {"step_cycles", step_cycles},
-          {"sm_clock_mhz", khz / 1e3},
-          {"rows", rows}};
+  nlohmann::json out{{"whose", whose},
+                     {"blocks", pc.blocks},
+                     {"steps", blocks[0].steps},
+                     {"step_cycles", step_cycles},
+                     {"sm_clock_mhz", khz / 1e3},
+                     {"rows", rows}};
+  if (spans_on) out["placement"] = placement(spans, c.max_steps);
+  return out;
 }
 
 }  // namespace
@@ -226,6 +269,10 @@ int main(int argc, char** argv) {
     for (const Mode& m : kModes) {
       TrainConfig c = base;
       c.precision = m.precision;
+      if (m.replicas > 0) {
+        c.batch_size = m.replicas;
+        c.validate();
+      }
       if (m.loop && !m.cluster && !linear_forward_takes_few_rows(c.games(), c.hidden_size, c.hidden_size, false)) {
         std::printf("%-40s %12s   (%d games: cuBLASLt's product, whose steps stay unrolled)\n", m.name, "n/a",
                     c.games());
@@ -248,7 +295,7 @@ int main(int argc, char** argv) {
         const double ms = bench::event_median_ms(bench.stream.get(), repeats, [&] { bench.run(); });
         us_step = ms * 1e3 / c.max_steps;
         std::printf("%-40s %12.2f %12.3f\n", m.name, us_step, ms);
-        rows.push_back({{"mode", m.name}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
+        rows.push_back({{"mode", m.name}, {"games", c.games()}, {"us_per_step", us_step}, {"ms_per_rollout", ms}});
 #endif
       }
       if (has_phases(m)) {

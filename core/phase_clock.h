@@ -6,6 +6,12 @@
 // clock64 counts per SM, so only marks of one block compare. Off (at == nullptr, the default) a
 // mark costs one uniform branch. The marks are phase_mark's (core/phase_clock.cuh, device code);
 // this header is the layout and the host's reading of it.
+//
+// Spans, beside the marks: thread 0 of every block (up to span_blocks) stores the SM it runs on
+// and the device's global timer (nanoseconds, one clock for all SMs, unlike clock64) where its
+// work starts and ends. What one cluster's marks cannot say: whether every cluster had its SMs to
+// itself. A launch lasts as long as its slowest cluster, and blocks that share an SM share its
+// schedulers (cluster_spans).
 #pragma once
 #include <algorithm>
 #include <climits>
@@ -18,13 +24,18 @@
 
 namespace grpo {
 
+enum SpanField : unsigned { kSpanSm, kSpanStart, kSpanEnd, kSpanFields };
+
 struct PhaseClocks {
   long long* at = nullptr;  // [blocks][steps][marks][warps]
   unsigned blocks = 0, steps = 0, marks = 0, warps = 0;
+  long long* spans = nullptr;  // [span_blocks][kSpanFields]
+  unsigned span_blocks = 0;
   GRPO_HD size_t index(unsigned block, unsigned step, unsigned mark, unsigned warp) const {
     return ((size_t(block) * steps + step) * marks + mark) * warps + warp;
   }
   GRPO_HD size_t size() const { return size_t(blocks) * steps * marks * warps; }
+  GRPO_HD size_t spans_size() const { return size_t(span_blocks) * kSpanFields; }
 };
 
 // What the host fills the buffer with before a launch: a mark that holds it was never reached.
@@ -66,6 +77,59 @@ inline PhaseMedians phase_medians(const std::vector<long long>& at, const PhaseC
   for (unsigned k = 0; k < phases; ++k) out.phase[k] = median(cycles[k]);
   out.step = median(steps);
   out.steps = steps.size();
+  return out;
+}
+
+// A launch's spans read by cluster of `cluster_blocks` consecutive blocks: which blocks marked
+// both ends, on how many SMs, and each cluster's span (its blocks' last end less their first
+// start, over the clusters whose blocks all marked) and whether one of its blocks ran on an SM
+// at the same time as another block (their spans overlap).
+struct ClusterSpans {
+  size_t blocks = 0, sms = 0, shared_sms = 0;  // blocks that marked; the SMs they ran on; those that ran two at once
+  std::vector<double> ns;                      // a cluster's span
+  std::vector<bool> shares;                    // whether it shared an SM
+};
+
+inline ClusterSpans cluster_spans(const std::vector<long long>& spans, unsigned cluster_blocks) {
+  ClusterSpans out;
+  const size_t n = spans.size() / kSpanFields;
+  const auto field = [&](size_t b, unsigned f) { return spans[b * kSpanFields + f]; };
+  const auto marked = [&](size_t b) {
+    return field(b, kSpanSm) != kUnmarked && field(b, kSpanStart) != kUnmarked && field(b, kSpanEnd) != kUnmarked;
+  };
+  std::vector<bool> shares(n, false);
+  std::vector<long long> sms, shared;
+  for (size_t b = 0; b < n; ++b) {
+    if (!marked(b)) continue;
+    ++out.blocks;
+    sms.push_back(field(b, kSpanSm));
+    for (size_t o = 0; o < n; ++o)
+      if (o != b && marked(o) && field(o, kSpanSm) == field(b, kSpanSm) && field(o, kSpanStart) < field(b, kSpanEnd) &&
+          field(b, kSpanStart) < field(o, kSpanEnd))
+        shares[b] = true;
+    if (shares[b]) shared.push_back(field(b, kSpanSm));
+  }
+  const auto distinct = [](std::vector<long long> v) {
+    std::sort(v.begin(), v.end());
+    return size_t(std::unique(v.begin(), v.end()) - v.begin());
+  };
+  out.sms = distinct(sms), out.shared_sms = distinct(shared);
+  for (size_t c0 = 0; cluster_blocks > 0 && c0 + cluster_blocks <= n; c0 += cluster_blocks) {
+    long long first = 0, last = 0;
+    bool all = true, share = false;
+    for (size_t b = c0; b < c0 + cluster_blocks; ++b) {
+      if (!marked(b)) {
+        all = false;
+        break;
+      }
+      first = b == c0 ? field(b, kSpanStart) : std::min(first, field(b, kSpanStart));
+      last = b == c0 ? field(b, kSpanEnd) : std::max(last, field(b, kSpanEnd));
+      share = share || shares[b];
+    }
+    if (!all) continue;
+    out.ns.push_back(double(last - first));
+    out.shares.push_back(share);
+  }
   return out;
 }
 

@@ -146,6 +146,9 @@ __global__ void __launch_bounds__(kStepThreads, 3)
   // barrier as the block's own: on the H200 every hazard it printed was one of these.
   __syncthreads();
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory and mailboxes may be written
+  // The spans in the tensor-core compilation only: the others sit at the 168 registers' limit,
+  // which the spans' code took the fp32 one past (spills).
+  if constexpr (kMma) span_mark(clocks, false);
 
   // A step's two exchanges go through mailboxes, not cluster barriers: each block waits for the
   // bytes it reads, not for every thread of the cluster. What a barrier also gave follows from
@@ -202,6 +205,7 @@ __global__ void __launch_bounds__(kStepThreads, 3)
     xs_parity ^= 1u;
     copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
   }
+  if constexpr (kMma) span_mark(clocks, true);
   release_next_kernel();  // the kernel after starts only now: its blocks would sit on the SMs for the whole rollout
   GRPO_CLUSTER_SYNC();    // no block exits while a send to it may be in flight
 }

@@ -30,7 +30,8 @@ enum class ClusterProduct { Fma, TensorCores };
 // arrived. Phase k runs from mark k to mark k + 1 (the last to the next step's start), as
 // kClusterPhases names it. The last step has no trunk: it marks up to the head. The head and
 // the game are marked in a block's first game (fp32 blocks may play two), and not at all in a
-// block without a game.
+// block without a game. The spans (PhaseClocks::spans, every block's; in the TensorCores product
+// only) run from the first step's start to the end of the last step.
 enum ClusterMark : unsigned { kMarkStep, kMarkProduct, kMarkA1, kMarkHead, kMarkGame, kMarkTrunk, kMarkH1 };
 constexpr unsigned kClusterMarks = kMarkH1 + 1;
 inline constexpr const char* kClusterPhases[kClusterMarks] = {
@@ -52,8 +53,9 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 // TensorCores without the bf16 copies.
 // `clusters` (tests): that many clusters, at most N, instead of the plan (one game a block where
 // the device holds that many clusters at once, else the most clusters it holds). `clocks`
-// (bench_rollout_cuda --phases): the ClusterMark marks of its blocks, steps and warps; clocks.marks
-// at most kClusterMarks and clocks.warps at most kClusterWarps, else std::invalid_argument.
+// (bench_rollout_cuda): the ClusterMark marks of its blocks, steps and warps, clocks.marks at
+// most kClusterMarks and clocks.warps at most kClusterWarps, else std::invalid_argument; and
+// the spans of its blocks.
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
                           ClusterProduct product = ClusterProduct::Fma, unsigned clusters = 0,
                           const PhaseClocks& clocks = {});

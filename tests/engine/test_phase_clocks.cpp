@@ -1,7 +1,8 @@
 // The host's reading of phase clocks (core/phase_clock.h): phase k of a step from its mark k to
 // the next, the last phase to the next step's first mark (or, for a launch a step, no phase past
 // the last mark), medians over the steps whose marks are all there; a step with a mark missing,
-// and with NextStep the last step (no next one), count for nothing.
+// and with NextStep the last step (no next one), count for nothing. The spans: each cluster's
+// from its blocks' first start to their last end, and which blocks ran on an SM at once.
 #include <random>
 #include <vector>
 
@@ -80,6 +81,38 @@ TEST(PhaseClocks, PhasesEndAtTheLastMarkWhenEachStepIsALaunch) {
   EXPECT_EQ(m.step, 107.5);
   // Read the other way, each last phase would run to the next step's start: anything at all.
   EXPECT_EQ(phase_medians(at, c, 0, 0).phase.size(), 4u);
+}
+
+// Three clusters of two blocks at a random base time: cluster 0 alone on SMs 0 and 1; cluster 1
+// on SMs 2 and 3, where block 3 overlaps block 4 of cluster 2 (SM 3 runs two blocks at once);
+// block 5 runs on SM 0 after block 0 ended there (the same SM, not at once); block 7, past the
+// last whole cluster, and a block that lacks a mark count for nothing.
+TEST(PhaseClocks, ClusterSpansAndTheSmsThatRanTwoBlocksAtOnce) {
+  std::mt19937 rng(std::random_device{}());
+  const long long t0 = std::uniform_int_distribution<long long>(0, 1ll << 40)(rng);
+  const auto span = [&](long long sm, long long start, long long end) {
+    return std::vector<long long>{sm, t0 + start, t0 + end};
+  };
+  std::vector<long long> at;
+  for (const auto& b : {span(0, 0, 100), span(1, 5, 120),      // cluster 0: 120
+                        span(2, 10, 200), span(3, 12, 180),    // cluster 1: 190, block 3 shares SM 3
+                        span(3, 150, 400), span(0, 101, 390),  // cluster 2: 299, block 4 shares SM 3
+                        span(5, 0, 10)})                       // block 6 of a cluster without block 7
+    at.insert(at.end(), b.begin(), b.end());
+  const ClusterSpans cs = cluster_spans(at, 2);
+  EXPECT_EQ(cs.blocks, 7u);
+  EXPECT_EQ(cs.sms, 5u);         // 0, 1, 2, 3, 5
+  EXPECT_EQ(cs.shared_sms, 1u);  // 3
+  EXPECT_EQ(cs.ns, (std::vector<double>{120, 190, 299}));
+  EXPECT_EQ(cs.shares, (std::vector<bool>{false, true, true}));
+  // Block 2 without its end: cluster 1 counts for nothing and SM 2 drops out; block 4 still
+  // shares SM 3 with block 3, so cluster 2 still shares.
+  at[2 * kSpanFields + kSpanEnd] = kUnmarked;
+  const ClusterSpans partial = cluster_spans(at, 2);
+  EXPECT_EQ(partial.blocks, 6u);
+  EXPECT_EQ(partial.ns, (std::vector<double>{120, 299}));
+  EXPECT_EQ(partial.shares, (std::vector<bool>{false, true}));
+  EXPECT_EQ(partial.sms, 4u);
 }
 
 }  // namespace

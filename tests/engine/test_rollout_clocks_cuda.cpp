@@ -1,9 +1,11 @@
 // The rollout's phase clocks (core/phase_clock.h): on, they must change no byte of the rollout,
 // and mark exactly the points each block passes, in order, at every step. The cluster kernel's
 // (rollout_cluster.h's ClusterMark): all seven in a block with a game but at the last step (the
-// first four there), none of the head's and the game's in a block without one. The fused step's
+// first four there), none of the head's and the game's in a block without one; and, in the
+// tensor-core compilation, every block's span, none past the grid. The fused step's
 // (rollout_step.h's StepMark), a launch a step: all five but at the last step (no game's there).
 // Fresh parameters each run; the seed is printed on failure.
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <vector>
@@ -36,15 +38,20 @@ bool marked(unsigned mark, bool has_game, unsigned t, unsigned T) {
 
 // The rollout of c from fresh parameters (c.seed's), run with_clocks({}) and then with clocks in
 // a buffer of pc's layout: the same bytes both ways. Returns the marks.
+// With pc.span_blocks set, the spans too, into *spans.
 std::vector<long long> clocked_marks(const TrainConfig& c, PhaseClocks pc,
-                                     const std::function<RolloutRun(const PhaseClocks&)>& with_clocks) {
+                                     const std::function<RolloutRun(const PhaseClocks&)>& with_clocks,
+                                     std::vector<long long>* spans = nullptr) {
   const std::vector<float> slabs = random_slabs(c, c.seed);
   const std::vector<char> image = poisoned_arena(c, uint32_t(c.seed % 1000));
   const Outcome plain = run_rollout(c, image, slabs, false, 1, with_clocks({}));
   DeviceBuffer<long long> buffer(std::vector<long long>(pc.size(), kUnmarked));
+  DeviceBuffer<long long> span_buffer(std::vector<long long>(std::max<size_t>(pc.spans_size(), 1), kUnmarked));
   pc.at = buffer.get();
+  if (pc.span_blocks) pc.spans = span_buffer.get();
   const Outcome clocked = run_rollout(c, image, slabs, false, 1, with_clocks(pc));
   EXPECT_EQ(first_difference(plain.arena, clocked.arena), plain.arena.size()) << "the clocks changed the rollout";
+  if (spans) *spans = span_buffer.download();
   return buffer.download();
 }
 
@@ -55,8 +62,30 @@ void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
   const unsigned T = unsigned(c.max_steps), N = unsigned(c.games());
   PhaseClocks pc;
   pc.blocks = kClusterBlocks, pc.steps = T, pc.marks = kClusterMarks, pc.warps = kClusterWarps;
-  const std::vector<long long> at =
-      clocked_marks(c, pc, [&](const PhaseClocks& clocks) { return cluster_run(c.game, product, clocks); });
+  pc.span_blocks = kClusterBlocks + 1;  // one block past the launch's one cluster: never marked
+  std::vector<long long> spans;
+  const std::vector<long long> at = clocked_marks(
+      c, pc, [&](const PhaseClocks& clocks) { return cluster_run(c.game, product, clocks); }, &spans);
+  // Every block's span, none past the grid; only the tensor-core compilation has spans.
+  const bool spanned = product == ClusterProduct::TensorCores;
+  ASSERT_EQ(spans.size(), pc.spans_size());
+  for (unsigned b = 0; b < pc.span_blocks; ++b) {
+    SCOPED_TRACE(::testing::Message() << "span of block " << b);
+    const long long* s = spans.data() + size_t(b) * kSpanFields;
+    if (b >= kClusterBlocks || !spanned) {
+      EXPECT_EQ(std::count(s, s + kSpanFields, kUnmarked), kSpanFields);
+      continue;
+    }
+    ASSERT_EQ(std::count(s, s + kSpanFields, kUnmarked), 0);
+    EXPECT_GE(s[kSpanSm], 0);
+    EXPECT_LT(s[kSpanStart], s[kSpanEnd]);  // the global timer: no clock64 of the marks to compare with
+  }
+  const ClusterSpans cs = cluster_spans(spans, kClusterBlocks);
+  EXPECT_EQ(cs.blocks, spanned ? size_t(kClusterBlocks) : 0u);
+  ASSERT_EQ(cs.ns.size(), spanned ? 1u : 0u);
+  if (spanned) {
+    EXPECT_GT(cs.ns[0], 0.0);
+  }
   for (unsigned b = 0; b < pc.blocks; ++b)
     for (unsigned w = 0; w < pc.warps; ++w) {
       long long before = kUnmarked;  // the warp's last mark so far

@@ -321,7 +321,10 @@ class Report(unittest.TestCase):
             kit.data["rollout_phases"] = {"small": {"graph, cluster kernel": {
                 "blocks": 8, "steps": 199, "step_cycles": 18000.0, "sm_clock_mhz": 1980.0,
                 "rows": [{"phase": "product", "cycles_block0": 2100.0, "cycles_median": 2000.0, "cycles_max": 2500.0,
-                          "share": 0.25, "us": 2.3125}]}},
+                          "share": 0.25, "us": 2.3125}],
+                "placement": {"blocks": 136, "sms": 128, "shared_sms": 8,
+                              "alone": {"clusters": 15, "us_median": 4.5, "us_min": 4.25, "us_max": 4.75},
+                              "sharing": {"clusters": 2, "us_median": 6.5, "us_min": 6.25, "us_max": 6.75}}}},
                 "reference": {"graph, steps unrolled, bf16": {
                     "whose": "the first games'", "blocks": 8, "steps": 99, "step_cycles": 40000.0,
                     "sm_clock_mhz": 1980.0,
@@ -359,6 +362,11 @@ class Report(unittest.TestCase):
         self.assertIn("medians over 199 steps; us: the share of the step (by the blocks' medians) of its 9.25 us", md)
         self.assertIn("| product | 2100 | 2000 | 2500 | 25.0% | 2.31 |", md)
         self.assertIn("| step | - | 18000 | - | 100% | 18000 cycles at 1980 MHz: 9.09 us |", md)
+        # Where its blocks ran, and the clusters' steps alone and sharing an SM.
+        self.assertIn("Where the blocks ran (global timer): 136 blocks on 128 SMs, 8 of them running two blocks "
+                      "at once.\n- 15 clusters alone on their SMs: 4.50 us a step (median; 4.25-4.75).\n"
+                      "- 2 clusters sharing an SM: 6.50 us a step (median; 6.25-6.75).", md)
+        self.assertEqual(md.count("Where the blocks ran"), 1, "the fused step's table has no placement")
         # The fused step's: its blocks named, and a share said to be of the launch.
         self.assertIn("### Where a step of the reference rollout goes: graph, steps unrolled, bf16 (phase clocks)", md)
         self.assertIn("Warp 0 of the first games' 8 blocks, SM cycles a phase, medians over 99 steps", md)

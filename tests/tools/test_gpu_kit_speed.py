@@ -230,6 +230,20 @@ class RolloutPhases(unittest.TestCase):
         self.assertEqual(data["rollout_us_per_step"]["small"], {"eager": 20.0, "graph, cluster kernel, bf16 mma": 6.0})
         self.assertEqual(data["rollout_phases"]["small"], {"graph, cluster kernel, bf16 mma": self.PHASES})
 
+    def test_a_placement_is_kept_and_one_without_what_the_report_reads_fails_here(self):
+        group = {"clusters": 15, "us_median": 4.5, "us_min": 4.0, "us_max": 5.0}
+        where = {"blocks": 136, "sms": 128, "shared_sms": 8, "alone": group, "sharing": dict(group, clusters=2)}
+        rows = [{"mode": "graph, cluster kernel", "us_per_step": 6.0, "phases": dict(self.PHASES, placement=where)}]
+        checks, data = self.latency(rows)
+        self.assertEqual([c["status"] for c in checks], ["pass", "pass"], [c["figure"] for c in checks])
+        self.assertEqual(data["rollout_phases"]["small"]["graph, cluster kernel"]["placement"], where)
+        broken = dict(where, sharing={"clusters": 2})
+        rows[0]["phases"] = dict(self.PHASES, placement=broken)
+        checks, data = self.latency(rows)
+        self.assertEqual([c["status"] for c in checks], ["fail", "fail"])
+        self.assertIn("bad JSON", checks[0]["figure"])
+        self.assertEqual(data["rollout_phases"], {})
+
     def test_a_phase_row_without_what_the_report_reads_fails_here(self):
         broken = dict(self.PHASES, rows=[{"phase": "product", "cycles_block0": 900.0}])
         checks, data = self.latency([{"mode": "graph, cluster kernel", "us_per_step": 6.0, "phases": broken}])

@@ -112,7 +112,8 @@ def rollout_latency(kit):
     eager, the graph unrolled, the WHILE loop, the cluster kernel, fp32 and bf16), each preset:
     set against an epoch's time, it splits the epoch into the rollout and the rest. For each cluster
     mode and each graph of the steps unrolled on one stream also where its step goes (the phase
-    clocks of the cluster kernel or of the fused step: cycles a phase, medians over steps)."""
+    clocks of the cluster kernel or of the fused step: cycles a phase, medians over steps), and for
+    a cluster mode where its blocks ran (SMs that ran two at once) and each cluster's step."""
     kit.data["rollout_us_per_step"] = {}
     kit.data["rollout_phases"] = {}
 
@@ -125,6 +126,11 @@ def rollout_latency(kit):
                 for x in p["rows"]:
                     (x["phase"], float(x["cycles_block0"]), float(x["cycles_median"]), float(x["cycles_max"]),
                      float(x["share"]), float(x["us"]))
+                where = p.get("placement")
+                if where is not None:
+                    (int(where["blocks"]), int(where["sms"]), int(where["shared_sms"]))
+                    for g in (where["alone"], where["sharing"]):
+                        (int(g["clusters"]), float(g["us_median"]), float(g["us_min"]), float(g["us_max"]))
             kit.data["rollout_us_per_step"][preset] = rows
             if phases:
                 kit.data["rollout_phases"][preset] = phases

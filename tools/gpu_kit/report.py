@@ -107,6 +107,14 @@ def markdown(doc):
             lines.append("| step | - | %.0f | - | 100%% | %.0f cycles at %.0f MHz: %.2f us |" % (
                 ph["step_cycles"], ph["step_cycles"], ph["sm_clock_mhz"],
                 ph["step_cycles"] / ph["sm_clock_mhz"] if ph["sm_clock_mhz"] else 0.0))
+            where = ph.get("placement")
+            if where:
+                lines += ["", "Where the blocks ran (global timer): %d blocks on %d SMs, %d of them running two "
+                          "blocks at once." % (where["blocks"], where["sms"], where["shared_sms"])]
+                for label, g in (("alone on their SMs", where["alone"]), ("sharing an SM", where["sharing"])):
+                    if g["clusters"]:
+                        lines.append("- %d clusters %s: %.2f us a step (median; %.2f-%.2f)." % (
+                            g["clusters"], label, g["us_median"], g["us_min"], g["us_max"]))
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",
