@@ -17,6 +17,7 @@
 #include "engine/host/ops.h"
 #include "engine/step.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/engine/game_bytes_util.h"
 #include "tests/test_util.h"
 
 namespace grpo::test {
@@ -68,12 +69,7 @@ void expect_start_matches_host_twin(TrainConfig c, bool keep_h0) {
   };
   const size_t NH = size_t(N) * H;
   same_bytes(hb.obs, size_t(N) * D * 4, "observations");
-  same_bytes(hb.games.sprite_x, size_t(N) * 4, "sprites");
-  same_bytes(hb.games.fruit_x, size_t(N) * c.game.max_fruits * 4, "fruit columns");
-  same_bytes(hb.games.fruit_y, size_t(N) * c.game.max_fruits * 4, "fruit rows");
-  same_bytes(hb.games.active, size_t(N) * 4, "active fruits");
-  same_bytes(hb.games.score, size_t(N) * 4, "scores");
-  same_bytes(hb.games.steps, size_t(N) * 4, "steps");
+  expect_same_game_bytes(got, host, hb.games);
   if (keep_h0) {
     same_bytes(hb.acts.h0, NH * 4, "h0 (fc_in's order)");
   } else {

@@ -17,6 +17,7 @@
 #include "engine/step.h"
 #include "kernels/fc_in.h"
 #include "tests/engine/engine_test_util.h"
+#include "tests/engine/game_bytes_util.h"
 #include "tests/test_util.h"
 
 namespace grpo::test {
@@ -131,14 +132,7 @@ void expect_fused_step_matches_host_twin(TrainConfig c, int t) {
     EXPECT_EQ(std::memcmp(got.data() + off, p, n), 0) << what;
   };
   same_bytes(hs.rewards, size_t(N) * 4, "rewards");
-  same_bytes(hb.games.score, size_t(N) * 4, "scores");
-  same_bytes(hb.games.sprite_x, size_t(N) * 4, "sprites");
-  same_bytes(hb.games.fruit_x, size_t(N) * c.game.max_fruits * 4, "fruit columns");
-  same_bytes(hb.games.fruit_y, size_t(N) * c.game.max_fruits * 4, "fruit rows");
-  same_bytes(hb.games.active, size_t(N) * 4, "active fruits");
-  same_bytes(hb.games.steps, size_t(N) * 4, "steps");
-  same_bytes(hb.games.bottomed, size_t(N) * 4, "fruits bottomed");
-  same_bytes(hb.games.caught, size_t(N) * 4, "fruits caught");
+  expect_same_game_bytes(got, a.host, hb.games);
   const auto logits = view<float>(base, hs.now.logits, a.host, size_t(N) * kActions);
   EXPECT_TRUE(all_close(logits, host_view(hs.now.logits, size_t(N) * kActions))) << "logits";
   EXPECT_LE(rel_l2(logits, host_view(hs.now.logits, size_t(N) * kActions)), 1e-5);
