@@ -78,7 +78,7 @@ void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
     }
     ASSERT_EQ(std::count(s, s + kSpanFields, kUnmarked), 0);
     EXPECT_GE(s[kSpanSm], 0);
-    EXPECT_LT(s[kSpanStart], s[kSpanEnd]);  // the global timer: no clock64 of the marks to compare with
+    EXPECT_LE(s[kSpanStart], s[kSpanEnd]);  // the global timer (a microsecond a tick on some GPUs), not clock64
   }
   const ClusterSpans cs = cluster_spans(spans, kClusterBlocks);
   EXPECT_EQ(cs.blocks, spanned ? size_t(kClusterBlocks) : 0u);
