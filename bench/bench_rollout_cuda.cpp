@@ -12,7 +12,7 @@
 // goes: the SM cycles of each phase of a step in the first cluster's blocks (or the fused step's
 // first games' blocks), medians over the steps; for a cluster mode also where its blocks ran (how
 // many SMs ran two blocks at once) and each cluster's microseconds a step, alone on its SMs or
-// sharing one (the tensor-core modes). --json writes the rows. On the
+// sharing one. --json writes the rows. On the
 // SIMT build the "device" is the CPU emulator: each mode runs once at a tiny shape as a smoke
 // test, timings are not taken (the phases' figures are the emulator's nanoseconds).
 #include <algorithm>
@@ -172,9 +172,8 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   pc.marks = m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
   const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
   const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
-  // The cluster kernel's spans (its tensor-core compilation's): every block of its plan's at most
-  // ceil(N / 8) clusters.
-  const bool spans_on = m.cluster && m.mma;
+  // The cluster kernel's spans: every block of its plan's at most ceil(N / 8) clusters.
+  const bool spans_on = m.cluster;
   if (spans_on) pc.span_blocks = unsigned((c.games() + kClusterBlocks - 1) / kClusterBlocks * kClusterBlocks);
   auto buffer = cuda::device_array<long long>(pc.size());
   auto span_buffer = cuda::device_array<long long>(std::max<size_t>(pc.spans_size(), 1));

@@ -9,8 +9,8 @@
 // counts): the product sends each a1 element to the block that runs its game, and the step sends
 // each h1 row to every block's staged rows, so no step waits for L2 but the first (step 0's h1),
 // and no thread waits for its own stores. Both also go to global memory, for the loss pass,
-// copied by the game's block from its shared memory: h1 right after the wait that completes it,
-// a1 by warps 1.. while thread 0 plays (ClusterHooks).
+// copied by the game's block from its shared memory by warps 1.. while warp 0 takes the game's
+// outcome (ClusterHooks): a1 in its step, h1 in the step it feeds.
 //
 // Each a1 element is summed as kernels/matmul_few_rows.cu sums (kernels/few_rows.h: an fmaf chain
 // a tile of k, the tiles' sums in order), plus 0 (the bias the few-row kernel adds, absent here;
@@ -92,12 +92,14 @@ struct SmemLayout {
 
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps. kVec: rollout_step_vec.
-// The 3 lets ptxas give a thread up to 168 registers (at 128 it spilled) and keeps every
+// In bf16 the 3 lets ptxas give a thread up to 168 registers (at 128 it spilled) and keeps the
 // compilation at three blocks an SM, which bf16's shared memory allows (one game a block at the
-// small preset needs 17 clusters on 132 SMs); the plan asks the device how many clusters fit
-// with the registers as compiled.
+// small preset needs 17 clusters on 132 SMs); fp32's shared memory holds one or two blocks an SM
+// at the presets' widths, so it takes 2 and up to 255 registers (at 168 it sat at the limit, where
+// any addition spilled). The plan asks the device how many clusters fit with the registers as
+// compiled.
 template <class T, bool kMma, bool kVec>
-__global__ void __launch_bounds__(kStepThreads, 3)
+__global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 : 3)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
                            unsigned clusters, PhaseClocks clocks) {
   __shared__ StepScratch<1> sh;
@@ -146,9 +148,7 @@ __global__ void __launch_bounds__(kStepThreads, 3)
   // barrier as the block's own: on the H200 every hazard it printed was one of these.
   __syncthreads();
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory and mailboxes may be written
-  // The spans in the tensor-core compilation only: the others sit at the 168 registers' limit,
-  // which the spans' code took the fp32 one past (spills).
-  if constexpr (kMma) span_mark(clocks, false);
+  span_mark(clocks, false);
 
   // A step's two exchanges go through mailboxes, not cluster barriers: each block waits for the
   // bytes it reads, not for every thread of the cluster. What a barrier also gave follows from
@@ -166,7 +166,8 @@ __global__ void __launch_bounds__(kStepThreads, 3)
   //     in b's product sends a1 of row r to r's block, whose h1 row of the next step waits for it
   //     (so every block has columns, and lanes past the cluster's rows read nothing); where that
   //     block is b itself, b's head barrier orders its own next h1 row after the read; the copy
-  //     out reads only b's own games' rows, which b itself writes after its next head's barrier;
+  //     out reads only b's own game's row, before that game's barrier, after which b itself
+  //     writes it;
   //   - within a block, the wait is no barrier: what a thread reads of sh and of the states
   //     after it was written at the step before has the head's or the game's __syncthreads
   //     between, and a warp arrives for a phase only after its wait of the phase before.
@@ -192,8 +193,10 @@ __global__ void __launch_bounds__(kStepThreads, 3)
       // One group a thread kept in registers (H <= 512); a wider step computes the others' h0
       // again, or reads it back where it stored it.
       const float* a1_row = a1s + size_t(i / C) * at.a1_pitch;
+      T* const h1_row_out =
+          t > 0 ? h1_out + (shift - N + g) * H : nullptr;  // step t's row: rows (t - 1) N.. of s.next's
       const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
-                                  a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, clocks, t);
+                                  h1_row_out, a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, clocks, t);
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
       if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the next step's head orders it)
     }
@@ -203,9 +206,8 @@ __global__ void __launch_bounds__(kStepThreads, 3)
     GRPO_MAILBOX_WAIT(xs_box, xs_parity);  // the h1 rows of step t + 1, every game's
     phase_mark(clocks, t, kMarkH1);
     xs_parity ^= 1u;
-    copy_rows_out(h1_out + shift * H, xs, stride, g0, g1, rank, H);
   }
-  if constexpr (kMma) span_mark(clocks, true);
+  span_mark(clocks, true);
   release_next_kernel();  // the kernel after starts only now: its blocks would sit on the SMs for the whole rollout
   GRPO_CLUSTER_SYNC();    // no block exits while a send to it may be in flight
 }

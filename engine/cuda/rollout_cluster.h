@@ -30,12 +30,12 @@ enum class ClusterProduct { Fma, TensorCores };
 // arrived. Phase k runs from mark k to mark k + 1 (the last to the next step's start), as
 // kClusterPhases names it. The last step has no trunk: it marks up to the head. The head and
 // the game are marked in a block's first game (fp32 blocks may play two), and not at all in a
-// block without a game. The spans (PhaseClocks::spans, every block's; in the TensorCores product
-// only) run from the first step's start to the end of the last step.
+// block without a game. The spans (PhaseClocks::spans, every block's) run from the first step's
+// start to the end of the last step.
 enum ClusterMark : unsigned { kMarkStep, kMarkProduct, kMarkA1, kMarkHead, kMarkGame, kMarkTrunk, kMarkH1 };
 constexpr unsigned kClusterMarks = kMarkH1 + 1;
 inline constexpr const char* kClusterPhases[kClusterMarks] = {
-    "product", "a1 wait", "head", "policy and game", "trunk", "h1 wait", "h1 copy out",
+    "product", "a1 wait", "head", "policy and game", "trunk", "h1 wait", "to the next step",
 };
 constexpr unsigned kClusterWarps = 4;  // a block's warps: the fused step's 128 threads
 

@@ -80,13 +80,4 @@ __device__ __forceinline__ void copy_row_out(T* to, const T* from, unsigned H, u
   for (unsigned c = lane; c < H; c += lanes) to[c] = from[c];
 }
 
-// The h1 rows of the block's games (game rows rank, rank + C, ... of the cluster, `pitch` apart
-// in shared memory) to global memory at to + g H (g the game), right after the wait that
-// completes them: nothing waits for these stores but the kernel's end.
-template <class T>
-__device__ __forceinline__ void copy_rows_out(T* to, const T* from, unsigned pitch, unsigned g0, unsigned g1,
-                                              unsigned rank, unsigned H) {
-  for (unsigned g = g0 + rank; g < g1; g += C) copy_row_out(to + size_t(g) * H, from + size_t(g - g0) * pitch, H, 0);
-}
-
 }  // namespace grpo::rollout_cluster_copy

@@ -61,12 +61,15 @@ struct GamesOnChip {
 //   h1             the next step's h1 row, four columns at a time, into that row of the staged h1
 //                  rows (xs) of every block of the cluster through its xs mailbox, rounded as the
 //                  global copy (T: fp32 or bf16); not into global memory (kH1Global false): the
-//                  game's block copies it there from xs after its wait (copy_rows_out);
+//                  game's block copies it there from xs at the next step (while_playing);
 //   games          the block's games' states on chip (GamesOnChip);
 //   kGameAhead     the game's step for each action played before ready(), by warps that would
 //                  wait there anyway: in the block's first game of the step (ahead), the one whose
 //                  ready() waits;
-//   while_playing  the game's a1 row to global memory, for the loss pass, by warps 1...;
+//   while_playing  the game's a1 row and its step's h1 row (from xs; none at step 0, whose rows
+//                  came from global memory) to global memory, for the loss pass, by warps 1..
+//                  while warp 0 takes the game's outcome: off the step's path, where the h1 rows'
+//                  copy after the wait for them was on it;
 //   mark_*         the head's and the game's PhaseClocks marks, in the block's first game.
 template <class T>
 struct ClusterHooks : StepHooks {
@@ -77,6 +80,7 @@ struct ClusterHooks : StepHooks {
   unsigned stride, row, H;
   GamesOnChip on_chip;
   float* a1_out;
+  T* h1_out;
   const float* a1_row;
   bool first;
   Mailbox *a1_box, *xs_box;
@@ -84,14 +88,15 @@ struct ClusterHooks : StepHooks {
   PhaseClocks clocks;
   uint32_t t;
   __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
-                          float* a1_out_, const float* a1_row_, bool first_, Mailbox* a1_box_, Mailbox* xs_box_,
-                          uint32_t a1_parity_, const PhaseClocks& clocks_, uint32_t t_)
+                          float* a1_out_, T* h1_out_, const float* a1_row_, bool first_, Mailbox* a1_box_,
+                          Mailbox* xs_box_, uint32_t a1_parity_, const PhaseClocks& clocks_, uint32_t t_)
       : xs(xs_),
         stride(stride_),
         row(row_),
         H(H_),
         on_chip(on_chip_),
         a1_out(a1_out_),
+        h1_out(h1_out_),
         a1_row(a1_row_),
         first(first_),
         a1_box(a1_box_),
@@ -118,7 +123,11 @@ struct ClusterHooks : StepHooks {
     for (unsigned r = 0; r < C; ++r) mailbox_send(at, r, xs_box, chunk);
   }
   __device__ __forceinline__ const GamesOnChip& games(const Ops::RolloutStep&) const { return on_chip; }
-  __device__ __forceinline__ void while_playing() const { copy_row_out(a1_out, a1_row, H, 32); }
+  // The h1 row is the game's own, which only its trunk rewrites (after the game's barrier).
+  __device__ __forceinline__ void while_playing() const {
+    copy_row_out(a1_out, a1_row, H, 32);
+    if (h1_out) copy_row_out(h1_out, xs + size_t(row) * stride, H, 32);
+  }
   __device__ __forceinline__ void mark_head() const {
     if (first) phase_mark(clocks, t, kMarkHead);
   }

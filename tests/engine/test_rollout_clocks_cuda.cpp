@@ -1,8 +1,8 @@
 // The rollout's phase clocks (core/phase_clock.h): on, they must change no byte of the rollout,
 // and mark exactly the points each block passes, in order, at every step. The cluster kernel's
 // (rollout_cluster.h's ClusterMark): all seven in a block with a game but at the last step (the
-// first four there), none of the head's and the game's in a block without one; and, in the
-// tensor-core compilation, every block's span, none past the grid. The fused step's
+// first four there), none of the head's and the game's in a block without one; and every block's
+// span, none past the grid. The fused step's
 // (rollout_step.h's StepMark), a launch a step: all five but at the last step (no game's there).
 // Fresh parameters each run; the seed is printed on failure.
 #include <algorithm>
@@ -66,13 +66,12 @@ void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
   std::vector<long long> spans;
   const std::vector<long long> at = clocked_marks(
       c, pc, [&](const PhaseClocks& clocks) { return cluster_run(c.game, product, clocks); }, &spans);
-  // Every block's span, none past the grid; only the tensor-core compilation has spans.
-  const bool spanned = product == ClusterProduct::TensorCores;
+  // Every block's span, none past the grid.
   ASSERT_EQ(spans.size(), pc.spans_size());
   for (unsigned b = 0; b < pc.span_blocks; ++b) {
     SCOPED_TRACE(::testing::Message() << "span of block " << b);
     const long long* s = spans.data() + size_t(b) * kSpanFields;
-    if (b >= kClusterBlocks || !spanned) {
+    if (b >= kClusterBlocks) {
       EXPECT_EQ(std::count(s, s + kSpanFields, kUnmarked), kSpanFields);
       continue;
     }
@@ -81,11 +80,9 @@ void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
     EXPECT_LE(s[kSpanStart], s[kSpanEnd]);  // the global timer (a microsecond a tick on some GPUs), not clock64
   }
   const ClusterSpans cs = cluster_spans(spans, kClusterBlocks);
-  EXPECT_EQ(cs.blocks, spanned ? size_t(kClusterBlocks) : 0u);
-  ASSERT_EQ(cs.ns.size(), spanned ? 1u : 0u);
-  if (spanned) {
-    EXPECT_GT(cs.ns[0], 0.0);
-  }
+  EXPECT_EQ(cs.blocks, size_t(kClusterBlocks));
+  ASSERT_EQ(cs.ns.size(), 1u);
+  EXPECT_GT(cs.ns[0], 0.0);
   for (unsigned b = 0; b < pc.blocks; ++b)
     for (unsigned w = 0; w < pc.warps; ++w) {
       long long before = kUnmarked;  // the warp's last mark so far
