@@ -323,8 +323,10 @@ __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamView
 // s holds step 0's pointers, or step t's with shift 0; rows shift.. are step t's. The last step
 // (last) writes no next trunk. p: the parameters it reads (fc_in_w_t, ln_gamma,
 // ln_beta, fc1_b, fc_out_w, fc_out_b), s.p's or a copy of them in shared memory, aligned as
-// s.p's are (kVec; fc_in_w_t 16-byte aligned always, its rows padded to 4). a1_row: the game's a1
-// row, s.now.a1's or a copy (16-byte aligned where kVec). A thread keeps up to kKeep groups of
+// s.p's are (kVec; fc_in_w_t 16-byte aligned always, its rows padded to 4). a1: the game's a1
+// row, s.now.a1's or a copy (16-byte aligned where kVec): the caller's pointer, whose memory
+// (global, or the cluster kernel's shared) nvcc can then see, where a choice made here between
+// the two would leave it a generic load. A thread keeps up to kKeep groups of
 // four columns in registers (with_kept_groups): every group when H <= 4 kKeep kStepThreads, both
 // presets with the stepwise kernel's kKeep 4. hooks: what the caller changes (StepHooks). Every
 // thread of the block calls it; it may return before its last barrier, so a caller that runs it
@@ -332,8 +334,7 @@ __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamView
 template <bool kVec, unsigned kKeep = 4, class Hooks = StepHooks>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
-                                          StepScratch<kKeep>& sh, const float* a1_row = nullptr,
-                                          const Hooks& hooks = Hooks{}) {
+                                          StepScratch<kKeep>& sh, const float* a1, const Hooks& hooks = Hooks{}) {
   const unsigned H = unsigned(s.H);
   // For thread 0 after the head: fc_out's bias, loaded first so that its round trip overlaps the
   // head's, and the game's draws, before the head's hooks.ready() (GameDraws).
@@ -351,7 +352,6 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     if (ahead && threadIdx.x % 32 == 0 && a < unsigned(kActions))
       play_ahead(cfg, s, hooks.games(s), epoch, t, g, last, int32_t(a), sh.ahead[a]);
   }
-  const float* a1 = a1_row ? a1_row : s.now.a1 + (shift + g) * H;
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
   __syncthreads();
   hooks.mark_head();
