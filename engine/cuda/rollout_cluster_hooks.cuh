@@ -68,8 +68,8 @@ struct GamesOnChip {
 //                  ready() waits;
 //   while_playing  the game's a1 row and its step's h1 row (from xs; none at step 0, whose rows
 //                  came from global memory) to global memory, for the loss pass, by warps 1..
-//                  while warp 0 takes the game's outcome: off the step's path, where the h1 rows'
-//                  copy after the wait for them was on it;
+//                  while warp 0 takes the game's outcome, which is on the step's path and takes
+//                  longer;
 //   mark_*         the head's and the game's PhaseClocks marks, in the block's first game.
 template <class T>
 struct ClusterHooks : StepHooks {
