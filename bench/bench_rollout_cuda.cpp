@@ -173,12 +173,11 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
   const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
   // The cluster kernel's spans: every block of its plan's at most ceil(N / 8) clusters.
-  const bool spans_on = m.cluster;
-  if (spans_on) pc.span_blocks = unsigned((c.games() + kClusterBlocks - 1) / kClusterBlocks * kClusterBlocks);
+  if (m.cluster) pc.span_blocks = unsigned((c.games() + kClusterBlocks - 1) / kClusterBlocks * kClusterBlocks);
   auto buffer = cuda::device_array<long long>(pc.size());
   auto span_buffer = cuda::device_array<long long>(std::max<size_t>(pc.spans_size(), 1));
   pc.at = buffer.get();
-  if (spans_on) pc.spans = span_buffer.get();
+  if (m.cluster) pc.spans = span_buffer.get();
   const std::vector<long long> unmarked(std::max(pc.size(), pc.spans_size()), kUnmarked);
   Bench probe(c, m, pc);
   probe.run();  // warm
@@ -236,7 +235,7 @@ nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
                      {"step_cycles", step_cycles},
                      {"sm_clock_mhz", khz / 1e3},
                      {"rows", rows}};
-  if (spans_on) out["placement"] = placement(spans, c.max_steps);
+  if (m.cluster) out["placement"] = placement(spans, c.max_steps);
   return out;
 }
 

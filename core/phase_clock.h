@@ -115,15 +115,12 @@ inline ClusterSpans cluster_spans(const std::vector<long long>& spans, unsigned 
   };
   out.sms = distinct(sms), out.shared_sms = distinct(shared);
   for (size_t c0 = 0; cluster_blocks > 0 && c0 + cluster_blocks <= n; c0 += cluster_blocks) {
-    long long first = 0, last = 0;
+    long long first = LLONG_MAX, last = LLONG_MIN;
     bool all = true, share = false;
-    for (size_t b = c0; b < c0 + cluster_blocks; ++b) {
-      if (!marked(b)) {
-        all = false;
-        break;
-      }
-      first = b == c0 ? field(b, kSpanStart) : std::min(first, field(b, kSpanStart));
-      last = b == c0 ? field(b, kSpanEnd) : std::max(last, field(b, kSpanEnd));
+    for (size_t b = c0; b < c0 + cluster_blocks && all; ++b) {
+      all = marked(b);
+      first = std::min(first, field(b, kSpanStart));
+      last = std::max(last, field(b, kSpanEnd));
       share = share || shares[b];
     }
     if (!all) continue;

@@ -50,9 +50,9 @@ __global__ void __launch_bounds__(kStepThreads, 5)
   }
   const size_t shift = loop.counters ? size_t(t) * unsigned(s.N) : 0;  // rows
   phase_mark(clocks, t, kStepMarkStart);
-  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, unsigned(first_game) + blockIdx.x, s.obs_next == nullptr,
-                           sh, s.now.a1 + (shift + unsigned(first_game) + blockIdx.x) * unsigned(s.H),
-                           AfterProduct{{}, clocks, t});
+  const unsigned g = unsigned(first_game) + blockIdx.x;
+  rollout_step_block<kVec>(cfg, s, s.p, *s.epoch, t, shift, g, s.obs_next == nullptr, sh,
+                           s.now.a1 + (shift + g) * unsigned(s.H), AfterProduct{{}, clocks, t});
   phase_mark(clocks, t, kStepMarkEnd);
   if (loop.counters && threadIdx.x == 0) {
     __threadfence();  // this block's reads of the counter come before its arrival
