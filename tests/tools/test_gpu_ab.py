@@ -36,6 +36,15 @@ class Prepare(unittest.TestCase):
             self.assertIn("kernels/matmul_few_rows.cu", names)
             self.assertNotIn("base.tar.part", os.listdir(d))
 
+    def test_another_bases_prebuilt_programs_go(self):
+        with tempfile.TemporaryDirectory() as d:
+            stale = os.path.join(d, "base-gpu.tar.xz")
+            with open(stale, "w") as f:
+                f.write("another BASE's programs")
+            p = tool(["prepare", "HEAD"], d)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertFalse(os.path.exists(stale))
+
     def test_not_a_commit_is_one_line_exit_2_and_nothing_written(self):
         with tempfile.TemporaryDirectory() as d:
             ab_dir = os.path.join(d, "ab")

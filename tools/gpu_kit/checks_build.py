@@ -1,8 +1,9 @@
 """Device facts, the native-architecture build with warnings as errors, and the test suites."""
 import json
 import os
+import time
 
-from . import parse
+from . import parse, prebuilt
 
 
 def device_facts(kit):
@@ -50,11 +51,14 @@ def build(kit):
     incremental no-op after tools/test's own gpu build (which has -DGRPO_WERROR=ON there).
     A failed -Werror build does not cost the lease: it is recorded with every diagnostic (the
     build keeps going past the first), and the tree is built again with warnings allowed so
-    that the checks after it still run."""
+    that the checks after it still run. Where .prebuilt holds this tree's programs (use_prebuilt)
+    nothing is built: they were built here with -DGRPO_WERROR=ON for sm_90."""
     argv = [os.path.join(kit.root, "tools", "build"), "gpu"]
     if kit.dry_run:
         res = kit.run.run("build", argv, 540, needs_gpu=False)
         return kit.from_result("build (gpu flavour)", res, "configured settings kept (dry run)")
+    if use_prebuilt(kit):
+        return True
     kit.run.env["GRPO_KEEP_GOING"] = "1"
     arch = ["-DCMAKE_CUDA_ARCHITECTURES=native"]
     res = kit.run.run("build", argv + ["-DGRPO_WERROR=ON"] + arch, 540, needs_gpu=False)
@@ -70,6 +74,22 @@ def build(kit):
                detail=found[:40] or None)
     res = kit.run.run("build-warnings-allowed", argv + ["-DGRPO_WERROR=OFF"] + arch, 540, needs_gpu=False)
     return kit.from_result("build again, warnings allowed", res, "built in %.0f s" % res.seconds if res else "")
+
+
+def use_prebuilt(kit):
+    """The programs packed here by tools/gpu_prebuilt (.prebuilt/, carried with the call) in place
+    of the build, where they were built from this very tree and start on this machine; else the
+    tree is built as before, the reason in the report's data. No archive: nothing said."""
+    t0 = time.monotonic()
+    used, figure = prebuilt.try_unpack(kit.root, kit.build)
+    if figure is None:
+        return False
+    if not used:
+        kit.data["prebuilt"] = {"used": False, "why": figure}
+        print("[NOTE] %s: building" % figure, flush=True)
+        return False
+    kit.data["prebuilt"] = {"used": True, "manifest": prebuilt.read_manifest(prebuilt.archive_path(kit.root))}
+    return kit.record("build (gpu flavour)", "pass", figure, time.monotonic() - t0)
 
 
 def binaries(kit, names):
