@@ -51,6 +51,7 @@ struct Mode {
   bool mma = false;  // the cluster kernel's product on tensor cores
   int streams = 1;   // the games' ranges, each on a stream (--rollout-streams)
   int replicas = 0;  // the games per start group, where not the preset's (batch_size)
+  ClusterWait wait = ClusterWait::Suspend;
 };
 
 constexpr Mode kModes[] = {
@@ -68,6 +69,9 @@ constexpr Mode kModes[] = {
     // The small preset's 136 games need 17 clusters of 8 blocks, more than 132 SMs hold one block
     // each: some SMs run two blocks. 119 games (15 clusters) fit: the difference says what sharing costs.
     {"graph, cluster kernel, bf16 mma, 7 replicas", true, true, true, Precision::Bf16, true, 1, 7},
+    // The mailboxes' waits by mbarrier.test_wait in a loop instead of try_wait: whether a
+    // suspended thread wakes late after its phase completes, twice a step.
+    {"graph, cluster kernel, bf16 mma, spin waits", true, true, true, Precision::Bf16, true, 1, 0, ClusterWait::Spin},
 };
 
 // One mode on its own buffers: the run's initial parameters, a zeroed arena (epoch 0).
@@ -97,6 +101,7 @@ struct Bench {
     CUDA_CHECK(cudaDeviceSynchronize());
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
+    ops.set_rollout_cluster_wait(m.wait);
     ops.set_rollout_streams(m.streams);
     if (m.cluster)
       ops.set_rollout_clocks(clocks);

@@ -34,6 +34,12 @@
 // A GPU's wait traps after kMailboxTimeoutNs: the context then holds a sticky error (unspecified
 // launch failure) that the next synchronisation reports, rather than a hang; a debugger that
 // holds the GPU at a breakpoint that long sets it off too.
+//
+// Two ways to wait (GRPO_MAILBOX_WAIT_OR_SPIN's spin): mbarrier.try_wait, which may suspend the
+// thread until the phase completes or a time limit passes (CUTLASS's pipelines wait so), or
+// mbarrier.test_wait in a loop, which never suspends it (and takes issue slots from any warp
+// that shares its scheduler). How soon each returns after the phase completes, NVIDIA does not
+// publish: bench_rollout_cuda times the cluster kernel both ways.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -69,6 +75,15 @@ __device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {
       : "memory");
   return done != 0;
 }
+__device__ __forceinline__ bool test_wait(uint32_t bar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{ .reg .pred p; mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+      : "=r"(done)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
 __device__ __forceinline__ uint64_t globaltimer() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -76,11 +91,12 @@ __device__ __forceinline__ uint64_t globaltimer() {
 }
 // No printf before the trap: its argument buffer would give every kernel that waits a stack
 // frame (local memory, which the build refuses).
-__device__ __forceinline__ void wait(Mailbox* box, uint32_t parity) {
+__device__ __forceinline__ void wait(Mailbox* box, uint32_t parity, bool spin) {
   const uint32_t bar = smem_addr(box);
-  if (try_wait(bar, parity)) return;
+  const auto done = [&] { return spin ? test_wait(bar, parity) : try_wait(bar, parity); };
+  if (done()) return;
   const uint64_t start = globaltimer();
-  while (!try_wait(bar, parity))
+  while (!done())
     if (globaltimer() - start > kMailboxTimeoutNs) __trap();
 }
 }  // namespace mailbox_detail
@@ -139,7 +155,8 @@ __device__ __forceinline__ void mailbox_sent(Mailbox* box, uint32_t remote_bytes
   else if (threadIdx.x % 32 == 0)
     asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
-#define GRPO_MAILBOX_WAIT(box, parity) ::grpo::mailbox_detail::wait((box), (parity))
+#define GRPO_MAILBOX_WAIT(box, parity) ::grpo::mailbox_detail::wait((box), (parity), false)
+#define GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin) ::grpo::mailbox_detail::wait((box), (parity), (spin))
 #else  // an older architecture in the build's list: no clusters; the host never launches one there
 __device__ __forceinline__ void mailbox_init(Mailbox*, unsigned, unsigned) { __trap(); }
 template <class V>
@@ -148,6 +165,7 @@ __device__ __forceinline__ void mailbox_send(V*, unsigned, Mailbox*, V) {
 }
 __device__ __forceinline__ void mailbox_sent(Mailbox*, uint32_t) { __trap(); }
 #define GRPO_MAILBOX_WAIT(box, parity) __trap()
+#define GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin) __trap()
 #endif
 #elif defined(GRPO_SIMT)
 inline void mailbox_init(Mailbox* boxes, unsigned n, unsigned arrivals) {
@@ -168,6 +186,9 @@ inline void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
   GRPO_CLUSTER_ARRIVE();
 }
 #define GRPO_MAILBOX_WAIT(box, parity) ::simt::detail::mailbox_wait((box), (parity), __FILE__, __LINE__)
+// The emulator's wait is one way: a cluster barrier's (spin is read and not used).
+#define GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin) \
+  ((void)(spin), ::simt::detail::mailbox_wait((box), (parity), __FILE__, __LINE__))
 #endif
 
 }  // namespace grpo

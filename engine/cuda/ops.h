@@ -6,6 +6,7 @@
 
 #include "core/phase_clock.h"
 #include "engine/cuda/graph_edges.h"
+#include "engine/cuda/rollout_cluster.h"
 #include "engine/ops.h"
 #include "env/game_config.h"
 #include "kernels/layernorm.h"
@@ -118,6 +119,8 @@ class CudaOps final : public Ops {
     rollout_cluster_ = on;
     cluster_mma_ = tensor_cores;
   }
+  // How the cluster kernel's blocks wait at their mailboxes (bench_rollout_cuda times both).
+  void set_rollout_cluster_wait(ClusterWait wait) { cluster_wait_ = wait; }
   // The cluster kernel's phase clocks (rollout_cluster.h's ClusterMark), and the fused step's in
   // the steps on one stream (rollout_step.h's StepMark; not the WHILE loop's body, nor the steps
   // on several streams), in the launches and captures from now on (bench_rollout_cuda); off by
@@ -143,6 +146,7 @@ class CudaOps final : public Ops {
   bool rollout_loop_ = false;
   bool rollout_cluster_ = false;
   bool cluster_mma_ = false;
+  ClusterWait cluster_wait_ = ClusterWait::Suspend;
   PhaseClocks rollout_clocks_, step_clocks_;
   int rollout_streams_ = 1;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters

@@ -101,7 +101,7 @@ struct SmemLayout {
 template <class T, bool kMma, bool kVec>
 __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 : 3)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
-                           unsigned clusters, PhaseClocks clocks) {
+                           unsigned clusters, PhaseClocks clocks, bool spin) {
   __shared__ StepScratch<1> sh;
   GRPO_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned rank = cluster_block_rank(), cluster = blockIdx.x / C;
@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
     phase_mark(clocks, t, kMarkProduct);
     mailbox_sent(a1_box, a1_remote);  // the wait: the first game's hooks.ready()
     if (g0 + rank >= g1) {            // a block without a game
-      ClusterHooks<T>::wait_for_a1(a1_box, a1_parity);
+      ClusterHooks<T>::wait_for_a1(a1_box, a1_parity, spin);
       phase_mark(clocks, t, kMarkA1);
     }
     for (unsigned g = g0 + rank; g < g1; g += C) {
@@ -196,14 +196,14 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
       T* const h1_row_out =
           t > 0 ? h1_out + (shift - N + g) * H : nullptr;  // step t's row: rows (t - 1) N.. of s.next's
       const ClusterHooks<T> hooks(xs, stride, i, H, GamesOnChip{states, s.games, g0, last}, s.now.a1 + (shift + g) * H,
-                                  h1_row_out, a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, clocks, t);
+                                  h1_row_out, a1_row, g == g0 + rank, a1_box, xs_box, a1_parity, spin, clocks, t);
       rollout_step_block<kVec, 1>(cfg, s, p, epoch, t, shift, g, last, sh, a1_row, hooks);
       if (g + C < g1) __syncthreads();  // sh is the next game's (after the last, the next step's head orders it)
     }
     if (last) break;
     phase_mark(clocks, t, kMarkTrunk);
     mailbox_sent(xs_box, xs_remote);
-    GRPO_MAILBOX_WAIT(xs_box, xs_parity);  // the h1 rows of step t + 1, every game's
+    GRPO_MAILBOX_WAIT_OR_SPIN(xs_box, xs_parity, spin);  // the h1 rows of step t + 1, every game's
     phase_mark(clocks, t, kMarkH1);
     xs_parity ^= 1u;
   }
@@ -322,7 +322,7 @@ Plan plan_for(int N, int H, int D, unsigned clusters = 0) {
 
 template <class T, bool kMma>
 void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const T* X, const T* W, int steps,
-                    cudaStream_t stream, unsigned clusters, const PhaseClocks& clocks) {
+                    cudaStream_t stream, unsigned clusters, const PhaseClocks& clocks, ClusterWait wait) {
   const Plan p = plan_for<T, kMma>(first.N, first.H, first.D, clusters);
   if (p.clusters == 0)
     throw std::invalid_argument("rollout_cluster_cuda: " + std::to_string(first.N) + " games at hidden " +
@@ -332,7 +332,8 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
   const auto kernel =
       rollout_step_vec(first) ? rollout_cluster_kernel<T, kMma, true> : rollout_cluster_kernel<T, kMma, false>;
   launch_cluster_overlapped(kernel, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
-                            kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, clocks);
+                            kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, clocks,
+                            wait == ClusterWait::Spin);
 }
 
 }  // namespace
@@ -344,7 +345,7 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 }
 
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
-                          ClusterProduct product, unsigned clusters, const PhaseClocks& clocks) {
+                          ClusterProduct product, unsigned clusters, const PhaseClocks& clocks, ClusterWait wait) {
   check_rollout_step_args(game, first, "rollout_cluster_cuda");
   if (clocks.at && (clocks.marks > kClusterMarks || clocks.warps > kClusterWarps))
     throw std::invalid_argument("rollout_cluster_cuda: phase clocks of " + std::to_string(clocks.marks) +
@@ -366,12 +367,12 @@ void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first,
   const auto X = static_cast<const Bf16*>(first.now.h1_bf16);
   const auto W = static_cast<const Bf16*>(first.p.fc1_w_bf16);
   if (product == ClusterProduct::TensorCores)
-    launch_rollout<Bf16, true>(game, first, X, W, steps, stream, clusters, clocks);
+    launch_rollout<Bf16, true>(game, first, X, W, steps, stream, clusters, clocks, wait);
   else if (first.p.fc1_w_bf16)
-    launch_rollout<Bf16, false>(game, first, X, W, steps, stream, clusters, clocks);
+    launch_rollout<Bf16, false>(game, first, X, W, steps, stream, clusters, clocks, wait);
   else
     launch_rollout<float, false>(game, first, static_cast<const float*>(first.now.h1),
-                                 static_cast<const float*>(first.p.fc1_w), steps, stream, clusters, clocks);
+                                 static_cast<const float*>(first.p.fc1_w), steps, stream, clusters, clocks, wait);
 }
 
 }  // namespace grpo

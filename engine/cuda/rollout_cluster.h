@@ -24,6 +24,11 @@ constexpr unsigned kClusterBlocks = 8;  // the portable maximum
 // operands), or mma.sync on the bf16 tensor cores (bf16 only; rollout_cluster_product.cuh).
 enum class ClusterProduct { Fma, TensorCores };
 
+// How the blocks wait at their mailboxes, twice a step (core/cluster_mailbox.cuh): Suspend
+// (mbarrier.try_wait, the default) or Spin (mbarrier.test_wait in a loop). The same run either
+// way; which is sooner, bench_rollout_cuda measures.
+enum class ClusterWait { Suspend, Spin };
+
 // The kernel's marks a step for PhaseClocks (core/phase_clock.h): the step starts, the block's
 // product is done, its games' a1 rows have arrived, the head is done (its barrier passed), the
 // game is done (the trunk's barrier passed), the trunk is done, every game's next h1 row has
@@ -55,9 +60,9 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 // the device holds that many clusters at once, else the most clusters it holds). `clocks`
 // (bench_rollout_cuda): the ClusterMark marks of its blocks, steps and warps, clocks.marks at
 // most kClusterMarks and clocks.warps at most kClusterWarps, else std::invalid_argument; and
-// the spans of its blocks.
+// the spans of its blocks. `wait`: ClusterWait.
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
                           ClusterProduct product = ClusterProduct::Fma, unsigned clusters = 0,
-                          const PhaseClocks& clocks = {});
+                          const PhaseClocks& clocks = {}, ClusterWait wait = ClusterWait::Suspend);
 
 }  // namespace grpo

@@ -85,11 +85,12 @@ struct ClusterHooks : StepHooks {
   bool first;
   Mailbox *a1_box, *xs_box;
   uint32_t a1_parity;  // the step's phase of the a1 mailbox
+  bool spin;           // ClusterWait::Spin
   PhaseClocks clocks;
   uint32_t t;
   __device__ ClusterHooks(T* xs_, unsigned stride_, unsigned row_, unsigned H_, const GamesOnChip& on_chip_,
                           float* a1_out_, T* h1_out_, const float* a1_row_, bool first_, Mailbox* a1_box_,
-                          Mailbox* xs_box_, uint32_t a1_parity_, const PhaseClocks& clocks_, uint32_t t_)
+                          Mailbox* xs_box_, uint32_t a1_parity_, bool spin_, const PhaseClocks& clocks_, uint32_t t_)
       : xs(xs_),
         stride(stride_),
         row(row_),
@@ -102,13 +103,16 @@ struct ClusterHooks : StepHooks {
         a1_box(a1_box_),
         xs_box(xs_box_),
         a1_parity(a1_parity_),
+        spin(spin_),
         clocks(clocks_),
         t(t_) {}
   // The one place every thread of the cluster waits for a1 (the emulator wants one site).
-  __device__ static void wait_for_a1(Mailbox* box, uint32_t parity) { GRPO_MAILBOX_WAIT(box, parity); }
+  __device__ static void wait_for_a1(Mailbox* box, uint32_t parity, bool spin) {
+    GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin);
+  }
   __device__ __forceinline__ void ready() const {
     if (first) {
-      wait_for_a1(a1_box, a1_parity);
+      wait_for_a1(a1_box, a1_parity, spin);
       phase_mark(clocks, t, kMarkA1);
     }
   }

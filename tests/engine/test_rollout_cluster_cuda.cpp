@@ -28,10 +28,11 @@ namespace {
 
 // The cluster kernel with `clusters` clusters (0: the executor's choice), after the same start
 // as Ops::rollout's.
-RolloutRun cluster_run(const GameConfig& game, unsigned clusters, ClusterProduct product = ClusterProduct::Fma) {
-  return [game, clusters, product](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
+RolloutRun cluster_run(const GameConfig& game, unsigned clusters, ClusterProduct product = ClusterProduct::Fma,
+                       ClusterWait wait = ClusterWait::Suspend) {
+  return [game, clusters, product, wait](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
     ops.rollout_start(r);
-    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, clusters);
+    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, clusters, {}, wait);
   };
 }
 
@@ -87,8 +88,10 @@ void expect_took(ClusterProduct product, uint64_t before, const char* what) {
 
 // scoring: the rollout must also catch and miss fruits before its last step (a reward past 0.5,
 // and one below 0), so that every counter of the games' states changes while they stay on chip.
+// wait: how the eager runs' blocks wait at their mailboxes (the replay waits as the executor does).
 void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
-                                  ClusterProduct product = ClusterProduct::Fma, bool scoring = false) {
+                                  ClusterProduct product = ClusterProduct::Fma, bool scoring = false,
+                                  ClusterWait wait = ClusterWait::Suspend) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
                                     << " games, " << c.max_steps << " steps, " << precision_name(c.precision)
@@ -115,7 +118,7 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   for (unsigned k : clusters) {
     SCOPED_TRACE(::testing::Message() << k << " clusters (0: one block per SM)");
     const uint64_t products = tensor_core_products();
-    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k, product));
+    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k, product, wait));
     expect_same_rollout(c, product, steps.arena, eager.arena, "eager");
     expect_took(product, products, "eager");
   }
@@ -163,6 +166,15 @@ TEST(RolloutClusterCuda, EqualsTheStepsInBf16) {
 TEST(RolloutClusterCuda, TensorCoreProductEqualsTheSteps) {
   GRPO_REQUIRE_DEVICE();
   expect_cluster_matches_steps(shape(64, 4, 3, Precision::Bf16), {1, 5, 0}, ClusterProduct::TensorCores);
+}
+
+// The mailboxes' waits by mbarrier.test_wait in a loop (bench_rollout_cuda's "spin waits"): the
+// same run. On the emulator only the argument's way through is checked (its wait is one way).
+TEST(RolloutClusterCuda, SpinningWaitsEqualTheSteps) {
+  GRPO_REQUIRE_DEVICE();
+  expect_cluster_matches_steps(shape(64, 4, 3, Precision::Bf16), {1, 0}, ClusterProduct::TensorCores, false,
+                               ClusterWait::Spin);
+  expect_cluster_matches_steps(shape(37, 5, 4), {4}, ClusterProduct::Fma, false, ClusterWait::Spin);
 }
 
 TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
