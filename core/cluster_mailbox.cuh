@@ -66,22 +66,24 @@ __device__ __forceinline__ uint32_t remote(uint32_t local, unsigned rank) {
   asm("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(local), "r"(rank));
   return r;
 }
-__device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {
+// Whether the phase of `parity` has completed: mbarrier.try_wait, which may first suspend the
+// thread a while, or with spin test_wait, which answers at once.
+__device__ __forceinline__ bool phase_done(uint32_t bar, uint32_t parity, bool spin) {
   uint32_t done;
-  asm volatile(
-      "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ bool test_wait(uint32_t bar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{ .reg .pred p; mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
+  if (spin)
+    asm volatile(
+        "{ .reg .pred p; mbarrier.test_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  else
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
   return done != 0;
 }
 __device__ __forceinline__ uint64_t globaltimer() {
@@ -93,10 +95,9 @@ __device__ __forceinline__ uint64_t globaltimer() {
 // frame (local memory, which the build refuses).
 __device__ __forceinline__ void wait(Mailbox* box, uint32_t parity, bool spin) {
   const uint32_t bar = smem_addr(box);
-  const auto done = [&] { return spin ? test_wait(bar, parity) : try_wait(bar, parity); };
-  if (done()) return;
+  if (phase_done(bar, parity, spin)) return;
   const uint64_t start = globaltimer();
-  while (!done())
+  while (!phase_done(bar, parity, spin))
     if (globaltimer() - start > kMailboxTimeoutNs) __trap();
 }
 }  // namespace mailbox_detail

@@ -93,11 +93,11 @@ struct SmemLayout {
 // X: h1 (or its bf16 copy) at step 0's rows; W: fc1.weight [H, H] (or its bf16 copy). Not
 // __restrict__: the kernel itself writes the h1 rows of the later steps. kVec: rollout_step_vec.
 // In bf16 the 3 lets ptxas give a thread up to 168 registers (at 128 it spilled) and keeps the
-// compilation at three blocks an SM, which bf16's shared memory allows (one game a block at the
-// small preset needs 17 clusters on 132 SMs); fp32's shared memory holds one or two blocks an SM
-// at the presets' widths, so it takes 2 and up to 255 registers (at 168 it sat at the limit, where
-// any addition spilled). The plan asks the device how many clusters fit with the registers as
-// compiled.
+// compilation at three blocks an SM where bf16's shared memory allows it (narrower than the small
+// preset: at its width a block's ~110 KB leaves two, which its 17 clusters of one game a block on
+// 132 SMs need); fp32's shared memory holds one or two blocks an SM at the presets' widths, so it
+// takes 2 and up to 255 registers (at 168 it sat at the limit, where any addition spilled). The
+// plan asks the device how many clusters fit with the registers as compiled.
 template <class T, bool kMma, bool kVec>
 __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 : 3)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
