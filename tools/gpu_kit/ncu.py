@@ -8,8 +8,11 @@ replay; the stepwise rollout's kernels (launched every step) in the first epoch,
 eagerly (engine/cuda/executor_cuda.cpp), at step 2. The summary takes a handful of figures per
 kernel from the raw page (one row per profiled kernel, a row of units under the header)."""
 import csv
+import glob
 import io
+import os
 import re
+import shutil
 
 # bench_epoch flags common to every case: graph replay, a few epochs so that a steady launch exists.
 EPOCHS = ["--executor", "graph", "--warmup", "2", "--repeats", "2"]
@@ -42,6 +45,15 @@ FIGURES = (
 NOT_STALLS = ("selected", "not_selected")  # issuing, or eligible and passed over: not stalls
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio$")
 TIME_UNITS = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6, "second": 1e9}
+
+
+def find_ncu():
+    """NCU=PATH, else ncu on PATH, else the newest /opt/nvidia/nsight-compute/*/ncu."""
+    found = os.environ.get("NCU") or shutil.which("ncu")
+    if found:
+        return found
+    opt = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu") + glob.glob("/usr/local/cuda/bin/ncu"))
+    return opt[-1] if opt else None
 
 
 def ncu_args(ncu_bin, rep, kernel, bench, case_flags):
