@@ -219,7 +219,10 @@ def unpack(tree, build, archive, deps=None):
         with tarfile.open(archive, "r:xz") as t:
             members = [m for m in t.getmembers() if m.isfile() and "/" not in m.name and m.name != MANIFEST]
             for m in members:
-                t.extract(m, build)
+                try:
+                    t.extract(m, build, filter="data")
+                except TypeError:  # a Python without extraction filters (before 3.11.4)
+                    t.extract(m, build)
         if deps:
             r = subprocess.run([os.path.join(tree, "tools", "deps"), "--unpack", deps, os.path.join(build, "deps")],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
