@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 from tests.tools.tool_module import load_tool
@@ -115,6 +116,22 @@ class Summary(unittest.TestCase):
             text = session.summary(d)
         self.assertLessEqual(len(text), session.SUMMARY_CHARS + 60)
         self.assertTrue(text.endswith("[cut: the reports hold the rest]"))
+
+
+class Parts(unittest.TestCase):
+    def test_a_part_past_its_limit_is_stopped_with_what_it_started(self):
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.monotonic()
+            # The grandchild holds the output pipe open: only stopping the whole group ends the read.
+            rc = session.run_part("slow", ["bash", "-c", "echo started; sleep 60 & wait"], d, lambda ln: True, 1)
+            self.assertLess(time.monotonic() - t0, 20)
+            self.assertEqual(rc, 1)
+            with open(os.path.join(d, "slow-console.log")) as f:
+                self.assertEqual(f.read(), "started\n")
+
+    def test_a_part_within_its_limit_gives_its_exit_code(self):
+        with tempfile.TemporaryDirectory() as d:
+            self.assertEqual(session.run_part("ok", ["bash", "-c", "echo one; exit 3"], d, lambda ln: False, 30), 3)
 
 
 class Usage(unittest.TestCase):
