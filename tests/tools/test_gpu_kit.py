@@ -316,7 +316,9 @@ class Report(unittest.TestCase):
                                                               {"us": 9.0, "algo_id": 66, "tile_id": 18, "split_k": 2}],
                                        "first_us": 12.0, "best_us": 9.0, "best_rank": 1, "tflops_best": 506.2,
                                        "splits": [{"split": 2, "us": 7.5}, {"split": 3, "us": None}]}]
-            kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25},
+            kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25,
+                                                         "graph, cluster kernel, bf16 mma": 6.0,
+                                                         "graph, cluster kernel, bf16 mma, spin waits": 4.5},
                                                "reference": {"eager": 160.0, "graph, steps unrolled, bf16": 23.7}}
             kit.data["rollout_phases"] = {"small": {"graph, cluster kernel": {
                 "blocks": 8, "steps": 199, "step_cycles": 18000.0, "sm_clock_mhz": 1980.0,
@@ -354,6 +356,10 @@ class Report(unittest.TestCase):
         self.assertIn("| mode | small | reference |", md)
         self.assertIn("| eager | 22.50 | 160.00 |", md)
         self.assertIn("| graph, cluster kernel | 9.25 | - |", md)
+        # The tensor-core kernel's variants as ratios to it; one not run (7 replicas) left out.
+        self.assertIn("Against the small preset's cluster kernel on tensor cores (6.00 us a step): with its "
+                      "mailboxes' waits spinning 0.75x (below 1: faster;", md)
+        self.assertNotIn("119 games in 15 clusters (no SM runs two blocks)", md)
         self.assertIn("- small bf16: 27 (24 kernel, 0 memset); 26 edges, 24 from a kernel to a kernel, 23 of those "
                       "programmatic\n- reference: 326\n", md)
         self.assertIn("(each figure above waits for its epoch): small: graph BF16 120.0.", md)
@@ -365,7 +371,8 @@ class Report(unittest.TestCase):
         # Where its blocks ran, and the clusters' steps alone and sharing an SM.
         self.assertIn("Where the blocks ran (global timer): 136 blocks on 128 SMs, 8 of them running two blocks "
                       "at once.\n- 15 clusters alone on their SMs: 4.50 us a step (median; 4.25-4.75).\n"
-                      "- 2 clusters sharing an SM: 6.50 us a step (median; 6.25-6.75).", md)
+                      "- 2 clusters sharing an SM: 6.50 us a step (median; 6.25-6.75).\n"
+                      "- The sharing clusters' step over the others': 1.44x.", md)
         self.assertEqual(md.count("Where the blocks ran"), 1, "the fused step's table has no placement")
         # The fused step's: its blocks named, and a share said to be of the launch.
         self.assertIn("### Where a step of the reference rollout goes: graph, steps unrolled, bf16 (phase clocks)", md)

@@ -22,6 +22,13 @@ def _fmt(v, spec="%.1f"):
     return "-" if v is None else spec % v
 
 
+# bench_rollout_cuda's cluster kernel on tensor cores, and its variants' suffixes: each a question
+# about its step (bench/README.md, "What the next lent GPU's figures decide").
+MMA = "graph, cluster kernel, bf16 mma"
+MMA_VARIANTS = (("with its mailboxes' waits spinning", ", spin waits"),
+                ("at 119 games in 15 clusters (no SM runs two blocks)", ", 7 replicas"))
+
+
 def document(kit):
     failed = [c["name"] for c in kit.checks if c["status"] == "fail"]
     return {
@@ -89,6 +96,14 @@ def markdown(doc):
         lines += ["", "## The rollout alone, microseconds per game step (bench_rollout_cuda)", "",
                   "| mode | " + " | ".join(presets) + " |", "| --- |" + " --- |" * len(presets)]
         lines += ["| %s | %s |" % (m, " | ".join(_fmt(roll[p].get(m), "%.2f") for p in presets)) for m in modes]
+        small = roll.get("small") or {}
+        base = small.get(MMA)
+        versus = [(label, small.get(MMA + suffix)) for label, suffix in MMA_VARIANTS]
+        versus = [(label, us) for label, us in versus if base and us is not None]
+        if versus:
+            lines += ["", "Against the small preset's cluster kernel on tensor cores (%.2f us a step): %s "
+                      "(below 1: faster; bench/README.md says what each decides)." % (
+                          base, ", ".join("%s %.2fx" % (label, us / base) for label, us in versus))]
     for p, modes in (doc.get("rollout_phases") or {}).items():
         for mode, ph in modes.items():
             whose = ph.get("whose", "the first cluster's")
@@ -115,6 +130,9 @@ def markdown(doc):
                     if g["clusters"]:
                         lines.append("- %d clusters %s: %.2f us a step (median; %.2f-%.2f)." % (
                             g["clusters"], label, g["us_median"], g["us_min"], g["us_max"]))
+                if where["alone"]["clusters"] and where["sharing"]["clusters"] and where["alone"]["us_median"]:
+                    lines.append("- The sharing clusters' step over the others': %.2fx." % (
+                        where["sharing"]["us_median"] / where["alone"]["us_median"]))
     k = doc.get("kernels")
     if k:
         lines += ["", "## Kernels (events, L2 flushed, median)", "",
