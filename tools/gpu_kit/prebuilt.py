@@ -129,6 +129,9 @@ def pack(tree, build, archive, builder, werror=True, commit=None, log=print):
     """builder() builds `build` from `tree` (raising Refused on failure; werror: whether it
     builds with -DGRPO_WERROR=ON); then the archive is written whole or not at all. commit: what
     the manifest calls the tree (default: describe()). Returns the manifest."""
+    for tool in ("strip", "patchelf"):
+        if shutil.which(tool) is None:
+            raise Refused("%s not found (tools/deps installs it): nothing packed" % tool)
     before = fingerprint(tree)
     builder()
     if fingerprint(tree) != before:
@@ -144,9 +147,6 @@ def pack(tree, build, archive, builder, werror=True, commit=None, log=print):
                            text=True)
         if r.returncode != 0:
             raise Refused("ctest -N failed in %s: %s" % (build, (r.stdout.strip().splitlines() or ["?"])[-1]))
-    for tool in ("strip", "patchelf"):
-        if shutil.which(tool) is None:
-            raise Refused("%s not found (tools/deps installs it): nothing packed" % tool)
     manifest = {"fingerprint": before, "commit": commit or describe(tree), "tree": os.path.abspath(tree),
                 "programs": names, "arch": "sm_" + ARCH, "werror": werror,
                 "build": os.path.relpath(build, tree), "nvcc": nvcc_version(),
