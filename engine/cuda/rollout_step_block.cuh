@@ -103,6 +103,39 @@ __device__ __forceinline__ void with_kept_groups(unsigned H, const F& f) {
   f(std::integral_constant<unsigned, 1>{});
 }
 
+// One group of the head (n <= 4 columns, b1 and fc_out's row 0 at b and w_out, fc_out's rows
+// H apart): v = dropout(gelu(a1 + b1)) in place, then its terms added to z[a], an fmaf chain over
+// the columns. The fused step's and the one-exchange cluster kernel's, so the same bits.
+template <bool kVec>
+__device__ __forceinline__ void head_terms(const float* b, const float* w_out, unsigned H, unsigned n, float scale,
+                                           unsigned keep, float (&v)[4], float (&z)[kActions]) {
+  float bv[4];
+  load4(b, n, kVec, bv);
+  // Every lane computes all four and selects: a branch a column costs more than the GELU it
+  // skips for the few dropped ones.
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k) {
+    const float kept_v = gelu(v[k] + bv[k]) * scale;
+    v[k] = (keep >> k & 1u) ? kept_v : 0.f;
+  }
+#pragma unroll
+  for (int a = 0; a < kActions; ++a) {
+    float w[4];
+    load4(w_out + size_t(a) * H, n, kVec, w);
+#pragma unroll
+    for (unsigned k = 0; k < 4; ++k) z[a] = fmaf(v[k], w[k], z[a]);
+  }
+}
+
+// The trunk's output for four columns: h1 = h0 + LayerNorm(gelu(h0)), from h0 (v), its GELU (gv),
+// the row's mean and rstd and the columns' gamma and beta. One expression for every kernel that
+// writes h1 in the rollout, so that nvcc contracts it the same way in each.
+__device__ __forceinline__ void trunk_output4(const float (&v)[4], const float (&gv)[4], float mu, float rs,
+                                              const float (&ga)[4], const float (&be)[4], float (&out)[4]) {
+#pragma unroll
+  for (unsigned k = 0; k < 4; ++k) out[k] = v[k] + (gv[k] - mu) * rs * ga[k] + be[k];
+}
+
 // Head: z = dropout(gelu(a1 + b1)) W_out^T over this thread's columns, the warps' sums into
 // sh.head_sums (no barrier after). The first G groups' dropout bits are drawn before
 // hooks.ready() (they need no a1), and their a1 is loaded before any is used: one round trip, not
@@ -120,22 +153,7 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
   };
   const auto head_group = [&](unsigned c, float(&v)[4], unsigned keep) {
     const unsigned n = cols.width(c);
-    float b[4];
-    load4(p.fc1_b + 4 * c, n, kVec, b);
-    // Every lane computes all four and selects: a branch a column costs more than the GELU it
-    // skips for the few dropped ones.
-#pragma unroll
-    for (unsigned k = 0; k < 4; ++k) {
-      const float kept_v = gelu(v[k] + b[k]) * scale;
-      v[k] = (keep >> k & 1u) ? kept_v : 0.f;
-    }
-#pragma unroll
-    for (int a = 0; a < kActions; ++a) {
-      float w[4];
-      load4(p.fc_out_w + size_t(a) * cols.H + 4 * c, n, kVec, w);
-#pragma unroll
-      for (unsigned k = 0; k < 4; ++k) z[a] = fmaf(v[k], w[k], z[a]);
-    }
+    head_terms<kVec>(p.fc1_b + 4 * c, p.fc_out_w + 4 * c, cols.H, n, scale, keep, v, z);
   };
   unsigned keep[G];
 #pragma unroll
@@ -154,10 +172,14 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
     head_group(c, v, keep_bits(c));
   }
   const unsigned lane = cols.tid % 32, warp = cols.tid / 32;
+  // The half warps' sums first (8, 4, 2, 1), then 16: a half warp's 64 columns at H 512 are one
+  // block's share in the cluster kernel's one exchange a step (rollout_cluster_logits.cu), which
+  // adds the shares as this tree does.
+  constexpr int kOffsets[] = {8, 4, 2, 1, 16};
 #pragma unroll
   for (int a = 0; a < kActions; ++a) {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) z[a] += __shfl_down_sync(kAll, z[a], o);
+    for (int o : kOffsets) z[a] += __shfl_down_sync(kAll, z[a], o);
     if (lane == 0) sh.head_sums[a][warp] = z[a];
   }
 }
@@ -266,8 +288,7 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
     float out[4], ga[4], be[4];
     load4(p.ln_gamma + 4 * c, n, kVec, ga);
     load4(p.ln_beta + 4 * c, n, kVec, be);
-#pragma unroll
-    for (unsigned k = 0; k < 4; ++k) out[k] = v[k] + (gvc[k] - mu) * rs * ga[k] + be[k];
+    trunk_output4(v, gvc, mu, rs, ga, be, out);
     hooks.h1(4 * c, n, out);
     if constexpr (Hooks::kH1Global) {
       if (h1_bf16)
