@@ -57,11 +57,11 @@ using namespace rollout_cluster_detail;
 using rollout_cluster_copy::C;
 using rollout_cluster_copy::stage_rows;
 
-constexpr unsigned kH = 4 * kStepThreads;           // 512: the step's head, one group of four columns a thread
-constexpr unsigned kCols = kH / C;                  // 64: a block's columns of fc1
-constexpr unsigned kHalf = kCols / 4;               // 16: a game's lanes, a group of the block's columns each
-constexpr unsigned kGames = kStepThreads / kHalf;   // 8: the most games a cluster has (one a block)
-constexpr unsigned kSlots = kH / 4 / kHalf;         // 8: a lane's groups of its game's trunk
+constexpr unsigned kH = 4 * kStepThreads;              // 512: the step's head, one group of four columns a thread
+constexpr unsigned kCols = kH / C;                     // 64: a block's columns of fc1
+constexpr unsigned kHalf = kCols / 4;                  // 16: a game's lanes, a group of the block's columns each
+constexpr unsigned kGames = kStepThreads / kHalf;      // 8: the most games a cluster has (one a block)
+constexpr unsigned kSlots = kH / 4 / kHalf;            // 8: a lane's groups of its game's trunk
 constexpr unsigned kStride = (kH + 15) / 16 * 16 + 8;  // bf16: smem_stride(kH, true)
 constexpr unsigned kA1Pitch = kCols + 4;  // floats: the product's stores from mma fragments hit distinct banks
 static_assert(kGames == C && kSlots == 8 && kStepWarps == 4, "a half warp a game, its shares a half warp's sums");
@@ -105,7 +105,9 @@ struct ClusterGames {
 // The product's a1 element (row, col): into the block's a1 columns (col of its kCols).
 struct A1Tile {
   float* a1;
-  __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const { a1[row * kA1Pitch + col] = v; }
+  __device__ __forceinline__ void operator()(unsigned row, unsigned col, float v) const {
+    a1[row * kA1Pitch + col] = v;
+  }
 };
 
 // Game row gi's next trunk from its observation x, by its half warp (lane j of kHalf): h0 of the
@@ -115,12 +117,12 @@ __device__ __forceinline__ void game_trunk(const float* x, unsigned D, const flo
                                            float (&h0)[kSlots][4], float (&gv)[kSlots][4], float& mu, float& rs) {
   using namespace row_welford_ops;
   constexpr unsigned kAll = 0xFFFFFFFFu;
+  // Each sum over d ascending from 0 (kernels/fc_in.h's order, the step's), input d's weights
+  // for the lane's groups in one row of W_in transposed.
 #pragma unroll
   for (unsigned s = 0; s < kSlots; ++s)
 #pragma unroll
     for (unsigned k = 0; k < 4; ++k) h0[s][k] = 0.f;
-  // Each sum over d ascending from 0 (kernels/fc_in.h's order, the step's), input d's weights
-  // for the lane's groups in one row of W_in transposed.
 #pragma unroll 2
   for (unsigned d = 0; d < D; ++d) {
     const float xd = x[d];
@@ -174,12 +176,12 @@ __global__ void __launch_bounds__(kStepThreads, 2)
   float* const b1 = reinterpret_cast<float*>(smem + at.b1);
   float* const w_out = reinterpret_cast<float*>(smem + at.w_out);
   float* const b_out = reinterpret_cast<float*>(smem + at.b_out);
-  Bf16* const ws = reinterpret_cast<Bf16*>(smem + at.ws);  // [kCols][kStride]: the block's rows of W1
-  Bf16* const xs = reinterpret_cast<Bf16*>(smem + at.xs);  // [rows][kStride]: the step's h1 rows
+  Bf16* const ws = reinterpret_cast<Bf16*>(smem + at.ws);    // [kCols][kStride]: the block's rows of W1
+  Bf16* const xs = reinterpret_cast<Bf16*>(smem + at.xs);    // [rows][kStride]: the step's h1 rows
   float* const a1 = reinterpret_cast<float*>(smem + at.a1);  // [rows][kA1Pitch]: the block's a1 columns
   GameState* const states = reinterpret_cast<GameState*>(smem + at.states);
   GameAhead* const ahead = reinterpret_cast<GameAhead*>(smem + at.ahead);  // [rows][kActions]
-  float4* const shares = vector_at<float4>(smem + at.shares);  // [2][kGames][C]
+  float4* const shares = vector_at<float4>(smem + at.shares);              // [2][kGames][C]
   Mailbox* const boxes = reinterpret_cast<Mailbox*>(smem + at.mail);       // [2]
   if (threadIdx.x == 0) mailbox_init(boxes, 2, kStepWarps);
   // Launched overlapped: the parameters were written kernels before the one before this.
@@ -203,9 +205,9 @@ __global__ void __launch_bounds__(kStepThreads, 2)
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its mailboxes may be written
 
   const unsigned lane = threadIdx.x % 32, gi = threadIdx.x / kHalf, j = threadIdx.x % kHalf;
-  const unsigned first = lane & kHalf;  // the half warp's lane j = 0
-  const bool plays = gi < rows;         // whether the half warp has a game (the same for its lanes)
-  const bool owner = gi == rank;        // the game's own block writes its rows to global memory
+  const unsigned first = lane & kHalf;               // the half warp's lane j = 0
+  const bool plays = gi < rows;                      // whether the half warp has a game (the same for its lanes)
+  const bool owner = gi == rank;                     // the game's own block writes its rows to global memory
   const unsigned g = g0 + gi, c = rank * kHalf + j;  // the game; the lane's group of the head
   const ClusterGames games{states, g0};
   const float scale = dropout_scale(s.dropout);
@@ -351,8 +353,8 @@ bool rollout_cluster_logits_fits(int N, int H, int D, bool bf16) {
          plan_for(N, D).clusters > 0;
 }
 
-void rollout_cluster_logits_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps,
-                                 cudaStream_t stream, ClusterWait wait) {
+void rollout_cluster_logits_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
+                                 ClusterWait wait) {
   if (first.H != int(kH) || first.p.fc1_w_bf16 == nullptr)
     throw std::invalid_argument("rollout_cluster_cuda: one exchange a step takes hidden " + std::to_string(kH) +
                                 " in bf16 only (got hidden " + std::to_string(first.H) + ")");

@@ -10,7 +10,7 @@ namespace grpo {
 bool rollout_cluster_logits_fits(int N, int H, int D, bool bf16);
 // rollout_cluster_cuda's launch for it, after that function's checks (product on tensor cores).
 // Throws std::invalid_argument where it does not fit.
-void rollout_cluster_logits_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps,
-                                 cudaStream_t stream, ClusterWait wait);
+void rollout_cluster_logits_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
+                                 ClusterWait wait);
 
 }  // namespace grpo
