@@ -5,7 +5,8 @@
 // takes the few-row kernel; the reference's is cuBLASLt's), and the cluster kernel (--cluster-rollout), in fp32 and
 // bf16, and in bf16 with its product on tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on
 // 2 or 4 streams (--rollout-streams), and the cluster kernel at 7 games a start group (119
-// games, 15 clusters, against the small preset's 136 and 17). CUDA events around whole
+// games, 15 clusters, against the small preset's 136 and 17), and with one exchange a step (the
+// logits' shares instead of a1's and h1's rows; hidden 512 only). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
 // bench/README.md (issue 16 item 1). After each cluster mode and each graph of the steps unrolled
 // on one stream, one more rollout with phase clocks on (core/phase_clock.h) says where its step
@@ -52,6 +53,7 @@ struct Mode {
   int streams = 1;   // the games' ranges, each on a stream (--rollout-streams)
   int replicas = 0;  // the games per start group, where not the preset's (batch_size)
   ClusterWait wait = ClusterWait::Suspend;
+  ClusterExchange exchange = ClusterExchange::Rows;
 };
 
 constexpr Mode kModes[] = {
@@ -72,6 +74,13 @@ constexpr Mode kModes[] = {
     // The mailboxes' waits by mbarrier.test_wait in a loop instead of try_wait: whether a
     // suspended thread wakes late after its phase completes, twice a step.
     {"graph, cluster kernel, bf16 mma, spin waits", true, true, true, Precision::Bf16, true, 1, 0, ClusterWait::Spin},
+    // One exchange a step (the logits' shares; every block plays and computes the trunk of every
+    // game of its cluster) instead of a1's and h1's rows: hidden 512 only, no phase clocks.
+    {"graph, cluster kernel, bf16 mma, one exchange", true, true, true, Precision::Bf16, true, 1, 0,
+     ClusterWait::Suspend, ClusterExchange::Logits},
+    // Its eight trunks a block are issue, which two blocks on an SM share: at 119 games none do.
+    {"graph, cluster kernel, bf16 mma, one exchange, 7 replicas", true, true, true, Precision::Bf16, true, 1, 7,
+     ClusterWait::Suspend, ClusterExchange::Logits},
 };
 
 // One mode on its own buffers: the run's initial parameters, a zeroed arena (epoch 0).
@@ -102,6 +111,7 @@ struct Bench {
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
     ops.set_rollout_cluster_wait(m.wait);
+    ops.set_rollout_cluster_exchange(m.exchange);
     ops.set_rollout_streams(m.streams);
     if (m.cluster)
       ops.set_rollout_clocks(clocks);
@@ -162,7 +172,10 @@ nlohmann::json placement(const std::vector<long long>& spans, int steps) {
 
 // Whether mode m's rollout has phase clocks: the cluster kernel's, or the fused step's where the
 // graph runs the steps unrolled on one stream (each stream's launches would mark the same blocks).
-bool has_phases(const Mode& m) { return m.cluster || (m.graph && !m.loop && m.streams == 1); }
+// The one exchange a step has no marks (rollout_cluster.h).
+bool has_phases(const Mode& m) {
+  return (m.cluster && m.exchange == ClusterExchange::Rows) || (m.graph && !m.loop && m.streams == 1);
+}
 
 // The phases of a step in a rollout of mode m (a Bench of its own, so the timed one runs without
 // clocks): warp 0 of each of the first cluster's blocks, or of the fused step's blocks of the
@@ -282,7 +295,7 @@ int main(int argc, char** argv) {
         continue;
       }
       if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16,
-                                             m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma)) {
+                                             m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma, m.exchange)) {
         std::printf("%-40s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
                     c.hidden_size);
         continue;
