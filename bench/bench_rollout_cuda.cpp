@@ -75,7 +75,7 @@ constexpr Mode kModes[] = {
     // suspended thread wakes late after its phase completes, twice a step.
     {"graph, cluster kernel, bf16 mma, spin waits", true, true, true, Precision::Bf16, true, 1, 0, ClusterWait::Spin},
     // One exchange a step (the logits' shares; every block plays and computes the trunk of every
-    // game of its cluster) instead of a1's and h1's rows: hidden 512 only, no phase clocks.
+    // game of its cluster) instead of a1's and h1's rows: hidden 512 only; its own phases.
     {"graph, cluster kernel, bf16 mma, one exchange", true, true, true, Precision::Bf16, true, 1, 0,
      ClusterWait::Suspend, ClusterExchange::Logits},
     // Its eight trunks a block are issue, which two blocks on an SM share: at 119 games none do.
@@ -172,10 +172,7 @@ nlohmann::json placement(const std::vector<long long>& spans, int steps) {
 
 // Whether mode m's rollout has phase clocks: the cluster kernel's, or the fused step's where the
 // graph runs the steps unrolled on one stream (each stream's launches would mark the same blocks).
-// The one exchange a step has no marks (rollout_cluster.h).
-bool has_phases(const Mode& m) {
-  return (m.cluster && m.exchange == ClusterExchange::Rows) || (m.graph && !m.loop && m.streams == 1);
-}
+bool has_phases(const Mode& m) { return m.cluster || (m.graph && !m.loop && m.streams == 1); }
 
 // The phases of a step in a rollout of mode m (a Bench of its own, so the timed one runs without
 // clocks): warp 0 of each of the first cluster's blocks, or of the fused step's blocks of the
@@ -187,9 +184,10 @@ bool has_phases(const Mode& m) {
 nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   PhaseClocks pc;
   pc.blocks = kClusterBlocks, pc.steps = unsigned(c.max_steps);
-  pc.marks = m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
+  const bool logits = m.cluster && m.exchange == ClusterExchange::Logits;  // its own marks
+  pc.marks = logits ? kLogitsMarks : m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
   const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
-  const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
+  const char* const* names = logits ? kLogitsPhases : m.cluster ? kClusterPhases : kStepPhases;
   // The cluster kernel's spans: every block of its plan's at most ceil(N / 8) clusters.
   if (m.cluster) pc.span_blocks = unsigned((c.games() + kClusterBlocks - 1) / kClusterBlocks * kClusterBlocks);
   auto buffer = cuda::device_array<long long>(pc.size());

@@ -351,10 +351,11 @@ void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first,
                           ClusterProduct product, unsigned clusters, const PhaseClocks& clocks, ClusterWait wait,
                           ClusterExchange exchange) {
   check_rollout_step_args(game, first, "rollout_cluster_cuda");
-  if (clocks.at && (clocks.marks > kClusterMarks || clocks.warps > kClusterWarps))
+  const unsigned marks = exchange == ClusterExchange::Logits ? kLogitsMarks : kClusterMarks;
+  if (clocks.at && (clocks.marks > marks || clocks.warps > kClusterWarps))
     throw std::invalid_argument("rollout_cluster_cuda: phase clocks of " + std::to_string(clocks.marks) +
                                 " marks and " + std::to_string(clocks.warps) + " warps; the kernel has " +
-                                std::to_string(kClusterMarks) + " and " + std::to_string(kClusterWarps));
+                                std::to_string(marks) + " and " + std::to_string(kClusterWarps));
   if (steps < 1 || first.t != 0 || (first.obs_next == nullptr && steps > 1))
     throw std::invalid_argument("rollout_cluster_cuda: needs step 0's views and at least one step");
   if (!linear_forward_takes_few_rows(first.N, first.H, first.H, false))
@@ -367,12 +368,12 @@ void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first,
   if ((first.p.fc1_w_bf16 != nullptr) != (first.next.h1_bf16 != nullptr) ||
       (first.p.fc1_w_bf16 != nullptr) != (first.now.h1_bf16 != nullptr))
     throw std::invalid_argument("rollout_cluster_cuda: h1's bf16 copies and fc1.weight's go together");
-  if (exchange == ClusterExchange::Logits && (product != ClusterProduct::TensorCores || clusters || clocks.at))
+  if (exchange == ClusterExchange::Logits && (product != ClusterProduct::TensorCores || clusters))
     throw std::invalid_argument(
-        "rollout_cluster_cuda: one exchange a step takes the tensor-core product, the plan's "
-        "clusters and no phase clocks");
+        "rollout_cluster_cuda: one exchange a step takes the tensor-core product and the "
+        "plan's clusters");
   if (first.N == 0) return;
-  if (exchange == ClusterExchange::Logits) return rollout_cluster_logits_cuda(game, first, steps, stream, wait);
+  if (exchange == ClusterExchange::Logits) return rollout_cluster_logits_cuda(game, first, steps, stream, clocks, wait);
   const auto X = static_cast<const Bf16*>(first.now.h1_bf16);
   const auto W = static_cast<const Bf16*>(first.p.fc1_w_bf16);
   if (product == ClusterProduct::TensorCores)

@@ -31,8 +31,8 @@ enum class ClusterWait { Suspend, Spin };
 
 // What a step's blocks exchange through their mailboxes. Rows (the default, any shape that fits):
 // each a1 element goes to its game's block, and each game's next h1 row to every block, twice a
-// step. Logits (rollout_cluster_logits.cu; hidden 512, bf16 on tensor cores, one game a block, no
-// phase clocks): each block sends every block its share of the three logits of each of its
+// step. Logits (rollout_cluster_logits.cu; hidden 512, bf16 on tensor cores, one game a block;
+// its phase clocks are LogitsMark's): each block sends every block its share of the three logits of each of its
 // cluster's games (16 bytes a game), once a step; every block then samples, plays and computes the
 // next trunk of every game of its cluster itself. The same run either way; which is sooner,
 // bench_rollout_cuda measures.
@@ -53,6 +53,25 @@ inline constexpr const char* kClusterPhases[kClusterMarks] = {
 };
 constexpr unsigned kClusterWarps = 4;  // a block's warps: the fused step's 128 threads
 
+// The marks a step of ClusterExchange::Logits (rollout_cluster_logits.cu): the step starts, the
+// product is done (its barrier passed), the head is done and its shares sent, every block's
+// shares have come (the steps played ahead run before that wait), the policy and the outcome are
+// taken, the trunk is done (its barrier passed); the last phase runs to the next step's start.
+// The last step has no trunk: it marks up to the policy. Every block plays every game of its
+// cluster, so every block marks them all.
+enum LogitsMark : unsigned {
+  kLogitsMarkStep,
+  kLogitsMarkProduct,
+  kLogitsMarkSent,
+  kLogitsMarkShares,
+  kLogitsMarkPolicy,
+  kLogitsMarkTrunk
+};
+constexpr unsigned kLogitsMarks = kLogitsMarkTrunk + 1;
+inline constexpr const char* kLogitsPhases[kLogitsMarks] = {
+    "product", "head and sends", "play ahead, shares wait", "policy and outcome", "trunk", "to the next step",
+};
+
 // Whether the device runs clusters and the rollout of N games at hidden H, observations of D
 // floats, takes this path: the shape the few-row product takes (fp32 or bf16 operands, up to 256
 // games), and a block's share of W1, the cluster's h1 rows and the step's other parameters
@@ -70,8 +89,9 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 // the device holds that many clusters at once, else the most clusters it holds). `clocks`
 // (bench_rollout_cuda): the ClusterMark marks of its blocks, steps and warps, clocks.marks at
 // most kClusterMarks and clocks.warps at most kClusterWarps, else std::invalid_argument; and
-// the spans of its blocks. `wait`: ClusterWait. `exchange`: ClusterExchange; Logits takes neither
-// `clusters` nor `clocks` (std::invalid_argument), and throws where it does not fit.
+// the spans of its blocks. `wait`: ClusterWait. `exchange`: ClusterExchange; Logits does not take
+// `clusters`, its clocks' marks are LogitsMark's (at most kLogitsMarks, else
+// std::invalid_argument), and it throws where it does not fit.
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
                           ClusterProduct product = ClusterProduct::Fma, unsigned clusters = 0,
                           const PhaseClocks& clocks = {}, ClusterWait wait = ClusterWait::Suspend,

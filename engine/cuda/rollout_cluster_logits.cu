@@ -38,6 +38,7 @@
 #include "core/cluster_mailbox.cuh"
 #include "core/grid_dependency.cuh"
 #include "core/launch.h"
+#include "core/phase_clock.cuh"
 #include "core/vector_access.h"
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_cluster_copy.cuh"
@@ -162,7 +163,7 @@ __device__ __forceinline__ void game_trunk(const float* x, unsigned D, const flo
 // two), up to 255 registers a thread.
 __global__ void __launch_bounds__(kStepThreads, 2)
     rollout_cluster_logits_kernel(GameConfig cfg, Ops::RolloutStep s, const Bf16* X, const Bf16* W, uint32_t steps,
-                                  unsigned clusters, bool spin) {
+                                  unsigned clusters, PhaseClocks clocks, bool spin) {
   constexpr unsigned kAll = 0xFFFFFFFFu;
   GRPO_DYNAMIC_SHARED(unsigned char, smem);
   const unsigned rank = cluster_block_rank(), cluster = blockIdx.x / C;
@@ -203,6 +204,7 @@ __global__ void __launch_bounds__(kStepThreads, 2)
   const uint32_t epoch = *s.epoch;
   __syncthreads();
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its mailboxes may be written
+  span_mark(clocks, false);
 
   const unsigned lane = threadIdx.x % 32, gi = threadIdx.x / kHalf, j = threadIdx.x % kHalf;
   const unsigned first = lane & kHalf;               // the half warp's lane j = 0
@@ -216,10 +218,12 @@ __global__ void __launch_bounds__(kStepThreads, 2)
     const bool last = t + 1 == steps;
     const size_t row = size_t(t) * N + g;  // the game's row of step t (s holds step 0's views)
     const unsigned box = t & 1u;
+    phase_mark(clocks, t, kLogitsMarkStep);
     const unsigned keep =
         plays ? dropout_keep4(s.dropout, s.seed, Purpose::DropoutRollout, epoch, t, uint32_t(g), c) : 0u;
     product_mma(xs, ws, rows, kCols, kH, A1Tile{a1});
     __syncthreads();  // the block's a1 columns of every game
+    phase_mark(clocks, t, kLogitsMarkProduct);
     float z[kActions] = {0.f, 0.f, 0.f};
     if (plays) {
       float v[4];
@@ -234,6 +238,7 @@ __global__ void __launch_bounds__(kStepThreads, 2)
     if (plays && j < C)
       mailbox_send(shares + (box * kGames + gi) * C + rank, j, boxes + box, make_float4(z[0], z[1], z[2], 0.f));
     mailbox_sent(boxes + box, remote);
+    phase_mark(clocks, t, kLogitsMarkSent);
     // While the other blocks' shares come: the game's step for each action (lanes 1..3), and the
     // action's uniform (lane 0).
     float u = 0.f;
@@ -241,6 +246,7 @@ __global__ void __launch_bounds__(kStepThreads, 2)
       play_ahead(cfg, s, games, epoch, t, g, last, int32_t(j - 1), ahead[gi * kActions + j - 1]);
     if (plays && j == 0) u = action_uniform(s.seed, epoch, t, uint32_t(g));
     GRPO_MAILBOX_WAIT_OR_SPIN(boxes + box, t >> 1 & 1u, spin);
+    phase_mark(clocks, t, kLogitsMarkShares);
     // The policy: the shares added as the step's tree and thread 0 add them (warp w's sum is
     // block 2w's share plus block 2w + 1's).
     int32_t action = 0;
@@ -276,6 +282,7 @@ __global__ void __launch_bounds__(kStepThreads, 2)
         if (last && j == 0) s.games.store<AnySlots>(int(g), o.state);
       }
     }
+    phase_mark(clocks, t, kLogitsMarkPolicy);
     if (last) break;
     // The next trunk of every game, each by its half warp (one without a game computes zeros).
     float h0[kSlots][4], gv[kSlots][4], mu, rs;
@@ -300,7 +307,9 @@ __global__ void __launch_bounds__(kStepThreads, 2)
       }
     }
     __syncthreads();  // every game's next h1 row, before the next product reads them
+    phase_mark(clocks, t, kLogitsMarkTrunk);
   }
+  span_mark(clocks, true);
   release_next_kernel();
   GRPO_CLUSTER_SYNC();  // no block exits while a send to it may be in flight
 }
@@ -354,7 +363,7 @@ bool rollout_cluster_logits_fits(int N, int H, int D, bool bf16) {
 }
 
 void rollout_cluster_logits_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
-                                 ClusterWait wait) {
+                                 const PhaseClocks& clocks, ClusterWait wait) {
   if (first.H != int(kH) || first.p.fc1_w_bf16 == nullptr)
     throw std::invalid_argument("rollout_cluster_cuda: one exchange a step takes hidden " + std::to_string(kH) +
                                 " in bf16 only (got hidden " + std::to_string(first.H) + ")");
@@ -364,7 +373,7 @@ void rollout_cluster_logits_cuda(const GameConfig& game, const Ops::RolloutStep&
                                 " games need more clusters of one game a block than the device holds at once");
   launch_cluster_overlapped(rollout_cluster_logits_kernel, dim3(p.clusters * C), dim3(kStepThreads), p.smem, stream, C,
                             game, first, static_cast<const Bf16*>(first.now.h1_bf16),
-                            static_cast<const Bf16*>(first.p.fc1_w_bf16), uint32_t(steps), p.clusters,
+                            static_cast<const Bf16*>(first.p.fc1_w_bf16), uint32_t(steps), p.clusters, clocks,
                             wait == ClusterWait::Spin);
 }
 

@@ -53,7 +53,7 @@ void CudaOps::rollout(const Rollout& r) {
   if (rollout_cluster_ && few_rows &&
       rollout_cluster_fits(r.N, r.H, r.D, bf16, product)) {  // eagerly and captured alike
     rollout_start(r);
-    const ClusterExchange exchange = cluster_exchange_ == ClusterExchange::Logits && !rollout_clocks_.at &&
+    const ClusterExchange exchange = cluster_exchange_ == ClusterExchange::Logits &&
                                              rollout_cluster_fits(r.N, r.H, r.D, bf16, product, ClusterExchange::Logits)
                                          ? ClusterExchange::Logits
                                          : ClusterExchange::Rows;
