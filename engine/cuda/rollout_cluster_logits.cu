@@ -27,8 +27,6 @@
 // receiver sent after its trunk of step t - 2, after its wait of step t - 2: so the receiver's
 // phase of step t - 2 in that mailbox has completed, and its reads of those shares (its policy of
 // step t - 2, before that trunk) are done.
-#include <algorithm>
-#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -43,6 +41,7 @@
 #include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_cluster_copy.cuh"
 #include "engine/cuda/rollout_cluster_logits.h"
+#include "engine/cuda/rollout_cluster_plan.h"
 #include "engine/cuda/rollout_cluster_product.cuh"
 #include "engine/cuda/rollout_step.h"
 #include "engine/cuda/rollout_step_block.cuh"
@@ -319,30 +318,16 @@ struct Plan {
   size_t smem = 0;
 };
 
+// One game a block (ceil(N / 8) clusters), all of them at once, or none.
 Plan plan_uncached(int N, int D) {
-  int dev = 0, optin = 0, cluster_launch = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev));
-  if (!cluster_launch) return Plan{};
-  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   const void* kernel = reinterpret_cast<const void*>(&rollout_cluster_logits_kernel);
-  cudaFuncAttributes f{};
-  CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));
-  const size_t limit = size_t(std::max(optin - int(f.sharedSizeBytes), 0));
+  const size_t limit = cluster_plan::smem_limit({kernel}, 0);
   Plan p;
   p.clusters = unsigned((N + int(C) - 1) / int(C));
   p.smem = Layout(unsigned(D)).bytes;
-  if (p.smem > limit) return Plan{};
-  // Always the same value, so a later launch never lowers it below a captured node's.
-  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
-  cudaLaunchAttribute attr;
-  const cudaLaunchConfig_t config = cluster_config(dim3(p.clusters * C), dim3(kStepThreads), p.smem, nullptr, C, attr);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess) {
-    (void)cudaGetLastError();  // not sticky: cleared so no later check sees it
-    return Plan{};
-  }
-  return n >= int(p.clusters) ? p : Plan{};
+  if (limit == 0 || p.smem > limit) return Plan{};
+  cluster_plan::allow_smem({kernel}, limit);
+  return cluster_plan::resident_clusters({kernel}, p.clusters, kStepThreads, p.smem) >= int(p.clusters) ? p : Plan{};
 }
 
 // Once per device and shape: the occupancy query is not free, and an eager run asks every epoch.
