@@ -287,8 +287,8 @@ __global__ void __launch_bounds__(kStepThreads, 2)
     float h0[kSlots][4], gv[kSlots][4], mu, rs;
     game_trunk(plays ? o.obs : ahead[0].obs, plays ? D : 0u, w_in_t, j, h0, gv, mu, rs);
     if (plays) {
-      const size_t next = size_t(t) * N + g;  // step t + 1's row in s.next's views
-      if (owner && j == 0) s.next.ln_mean[next] = mu, s.next.ln_rstd[next] = rs;
+      // Step t + 1's rows: `row` of s.next's views (step 1's from their first row).
+      if (owner && j == 0) s.next.ln_mean[row] = mu, s.next.ln_rstd[row] = rs;
 #pragma unroll
       for (unsigned sl = 0; sl < kSlots; ++sl) {
         const unsigned col = 4 * (j + kHalf * sl);
@@ -299,9 +299,9 @@ __global__ void __launch_bounds__(kStepThreads, 2)
         const uint2 chunk = chunk4(xs + size_t(gi) * kStride + col, out);
         *vector_at<uint2>(xs + size_t(gi) * kStride + col) = chunk;
         if (owner) {
-          *vector_at<uint2>(s.next.h1_bf16 + next * kH + col) = chunk;
+          *vector_at<uint2>(s.next.h1_bf16 + row * kH + col) = chunk;
           if (s.next.h0)
-            *vector_at<float4>(s.next.h0 + next * kH + col) = make_float4(h0[sl][0], h0[sl][1], h0[sl][2], h0[sl][3]);
+            *vector_at<float4>(s.next.h0 + row * kH + col) = make_float4(h0[sl][0], h0[sl][1], h0[sl][2], h0[sl][3]);
         }
       }
     }
