@@ -55,6 +55,31 @@ std::vector<long long> clocked_marks(const TrainConfig& c, PhaseClocks pc,
   return buffer.download();
 }
 
+// In pc's buffer `at`: for every block and warp the clocks cover, each mark k of step t that
+// marked(b, t, k) says block b passes is there, no other, and each at or after the one before it
+// (across the steps of one launch with across_steps, else within each step's own launch).
+void expect_marks_in_order(const std::vector<long long>& at, const PhaseClocks& pc, bool across_steps,
+                           const std::function<bool(unsigned b, unsigned t, unsigned k)>& marked) {
+  for (unsigned b = 0; b < pc.blocks; ++b)
+    for (unsigned w = 0; w < pc.warps; ++w) {
+      long long before = kUnmarked;
+      for (unsigned t = 0; t < pc.steps; ++t) {
+        if (!across_steps) before = kUnmarked;
+        for (unsigned k = 0; k < pc.marks; ++k) {
+          const long long v = at[pc.index(b, t, k, w)];
+          SCOPED_TRACE(::testing::Message() << "block " << b << ", warp " << w << ", step " << t << ", mark " << k);
+          if (!marked(b, t, k)) {
+            EXPECT_EQ(v, kUnmarked);
+            continue;
+          }
+          ASSERT_NE(v, kUnmarked);
+          EXPECT_GE(v, before) << "a mark before the one it follows";
+          before = v;
+        }
+      }
+    }
+}
+
 void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
   c.seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << c.seed << ", hidden " << c.hidden_size << ", " << c.games()
@@ -83,22 +108,7 @@ void expect_clocks_mark_the_steps(TrainConfig c, ClusterProduct product) {
   EXPECT_EQ(cs.blocks, size_t(kClusterBlocks));
   ASSERT_EQ(cs.ns.size(), 1u);
   EXPECT_GT(cs.ns[0], 0.0);
-  for (unsigned b = 0; b < pc.blocks; ++b)
-    for (unsigned w = 0; w < pc.warps; ++w) {
-      long long before = kUnmarked;  // the warp's last mark so far
-      for (unsigned t = 0; t < T; ++t)
-        for (unsigned k = 0; k < kClusterMarks; ++k) {
-          const long long v = at[pc.index(b, t, k, w)];
-          SCOPED_TRACE(::testing::Message() << "block " << b << ", warp " << w << ", step " << t << ", mark " << k);
-          if (!marked(k, b < N, t, T)) {
-            EXPECT_EQ(v, kUnmarked);
-            continue;
-          }
-          ASSERT_NE(v, kUnmarked);
-          EXPECT_GE(v, before) << "a mark before the one it follows";
-          before = v;
-        }
-    }
+  expect_marks_in_order(at, pc, true, [&](unsigned b, unsigned t, unsigned k) { return marked(k, b < N, t, T); });
   const PhaseMedians block0 = phase_medians(at, pc, 0, 0);
   EXPECT_EQ(block0.steps, size_t(T - 1)) << "every step but the last has all its phases";
 }
@@ -149,22 +159,9 @@ TEST(RolloutClusterCuda, PhaseClocksOfTheOneExchangeAStep) {
     ASSERT_EQ(std::count(s, s + kSpanFields, kUnmarked), 0) << "span of block " << b;
     EXPECT_LE(s[kSpanStart], s[kSpanEnd]) << "span of block " << b;
   }
-  for (unsigned b = 0; b < pc.blocks; ++b)
-    for (unsigned w = 0; w < pc.warps; ++w) {
-      long long before = kUnmarked;
-      for (unsigned t = 0; t < T; ++t)
-        for (unsigned k = 0; k < kLogitsMarks; ++k) {
-          const long long v = at[pc.index(b, t, k, w)];
-          SCOPED_TRACE(::testing::Message() << "block " << b << ", warp " << w << ", step " << t << ", mark " << k);
-          if (k == kLogitsMarkTrunk && t + 1 == T) {
-            EXPECT_EQ(v, kUnmarked) << "the last step has no trunk";
-            continue;
-          }
-          ASSERT_NE(v, kUnmarked);
-          EXPECT_GE(v, before) << "a mark before the one it follows";
-          before = v;
-        }
-    }
+  // The last step has no trunk.
+  expect_marks_in_order(at, pc, true,
+                        [&](unsigned, unsigned t, unsigned k) { return k != kLogitsMarkTrunk || t + 1 < T; });
   const PhaseMedians block0 = phase_medians(at, pc, 0, 0);
   EXPECT_EQ(block0.steps, size_t(T - 1)) << "every step but the last has all its phases";
   EXPECT_EQ(block0.phase.size(), sizeof(kLogitsPhases) / sizeof(kLogitsPhases[0]));
@@ -200,22 +197,9 @@ TEST(RolloutStepCuda, PhaseClocksMarkEveryStepAndChangeNothing) {
   pc.blocks = 4, pc.steps = T, pc.marks = kStepMarks, pc.warps = 4;
   ASSERT_GT(unsigned(c.games()), pc.blocks);
   const std::vector<long long> at = clocked_marks(c, pc, stepwise_run);
-  for (unsigned b = 0; b < pc.blocks; ++b)
-    for (unsigned w = 0; w < pc.warps; ++w)
-      for (unsigned t = 0; t < T; ++t) {
-        long long before = kUnmarked;  // a launch's clocks compare within it only
-        for (unsigned k = 0; k < kStepMarks; ++k) {
-          const long long v = at[pc.index(b, t, k, w)];
-          SCOPED_TRACE(::testing::Message() << "block " << b << ", warp " << w << ", step " << t << ", mark " << k);
-          if (k == kStepMarkGame && t + 1 == T) {
-            EXPECT_EQ(v, kUnmarked) << "the last step has no trunk";
-            continue;
-          }
-          ASSERT_NE(v, kUnmarked);
-          EXPECT_GE(v, before) << "a mark before the one it follows";
-          before = v;
-        }
-      }
+  // A launch a step, whose clocks compare within it only; the last step has no trunk.
+  expect_marks_in_order(at, pc, false,
+                        [&](unsigned, unsigned t, unsigned k) { return k != kStepMarkGame || t + 1 < T; });
   const PhaseMedians block0 = phase_medians(at, pc, 0, 0, PhaseEnd::LastMark);
   EXPECT_EQ(block0.steps, size_t(T - 1)) << "every step but the last has all its phases";
   ASSERT_EQ(block0.phase.size(), size_t(kStepMarks - 1));
