@@ -91,6 +91,12 @@ class Shares(unittest.TestCase):
         self.assertEqual(session.shares(560, False, True), (560 - session.NCU_SHARE, 0, session.NCU_SHARE))
         self.assertEqual(session.shares(400, False, False), (400, 0, 0))
 
+    def test_no_torch_reaches_gpu_check_alone(self):
+        self.assertEqual(session.check_argv("gc", "o", 350, True, False),
+                         ["gc", "--out", os.path.join("o", "check"), "--budget", "350", "--no-torch"])
+        self.assertEqual(session.check_argv("gc", "o", 350, False, True),
+                         ["gc", "--out", os.path.join("o", "check"), "--budget", "350", "--dry-run"])
+
 
 class Summary(unittest.TestCase):
     def test_the_figures_read_first_in_order(self):
