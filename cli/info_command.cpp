@@ -55,8 +55,8 @@ int run_info(CLI::App& app, const TrainFlags& f, bool capture) {
               size.nodes - (size.kernels + size.memsets + size.memcpys + size.conditionals + size.other));
   std::printf(
       "graph edges        %zu, %zu from a kernel to a kernel, %zu programmatic (into a kernel that may start "
-      "before the one before it ends)\n",
-      size.edges, size.kernel_edges, size.programmatic);
+      "before the one before it ends), %zu into a library's kernel (cuBLAS launches those)\n",
+      size.edges, size.kernel_edges, size.programmatic, size.into_library);
 #endif
   return 0;
 }

@@ -44,8 +44,10 @@ class Executor {
     size_t kernels = 0, memsets = 0, memcpys = 0, conditionals = 0, other = 0;
     // The edges, the top level's and a loop body's; those from a kernel node to a kernel node;
     // and of those the programmatic ones, into a kernel launched overlapped (core/launch.h), which
-    // may start while the kernel before it ends.
-    size_t edges = 0, kernel_edges = 0, programmatic = 0;
+    // may start while the kernel before it ends; and of the kernel-to-kernel ones, those into a
+    // library's kernel (cuBLAS's on a GPU: never programmatic, the library launches them), and
+    // any of those that is programmatic (none, unless a kernel of ours was taken for a library's).
+    size_t edges = 0, kernel_edges = 0, programmatic = 0, into_library = 0, programmatic_into_library = 0;
   };
   // Captures the epoch graph now if it was not yet and returns its size; zeros for executors
   // without a graph. Before any epoch has run, it first runs one eagerly (every cuBLAS shape is

@@ -233,6 +233,7 @@ class CudaExecutor final : public Executor {
     GraphEdges edges = graph_edges(graph_.get());
     edges += loops.edges;
     size.edges = edges.edges, size.kernel_edges = edges.kernel_edges, size.programmatic = edges.programmatic;
+    size.into_library = edges.into_library, size.programmatic_into_library = edges.programmatic_into_library;
     return size;
   }
 
