@@ -153,11 +153,6 @@ int main(int argc, char** argv) {
                  "--cluster-rollout); mma: with its product on bf16 tensor cores (--cluster-rollout-mma, needs "
                  "--precision bf16); off: the default")
       ->check(CLI::IsMember({"on", "mma", "off"}));
-  std::string cluster_exchange = "rows";
-  app.add_option("--cluster-exchange", cluster_exchange,
-                 "rows or logits: what the cluster kernel on tensor cores exchanges each step (grpo train "
-                 "--cluster-exchange)")
-      ->check(CLI::IsMember({"rows", "logits"}));
   int rollout_streams = 1;
   app.add_option("--rollout-streams", rollout_streams,
                  "the rollout's games in this many ranges, each on a stream of its own (grpo train "
@@ -183,7 +178,6 @@ int main(int argc, char** argv) {
   c.rollout_loop = rollout_loop == "on";
   c.rollout_cluster = rollout_cluster != "off";
   c.rollout_cluster_mma = rollout_cluster == "mma";
-  c.rollout_cluster_one_exchange = cluster_exchange == "logits";
   c.gemm_tuning = gemm_tuning;
   c.rollout_streams = rollout_streams;
   c.backend = Backend::Host;
@@ -208,7 +202,6 @@ int main(int argc, char** argv) {
                 {"rollout_loop", c.rollout_loop},
                 {"rollout_cluster", c.rollout_cluster},
                 {"rollout_cluster_mma", c.rollout_cluster_mma},
-                {"rollout_cluster_one_exchange", c.rollout_cluster_one_exchange},
                 {"rollout_streams", c.rollout_streams},
                 {"gemm_tuning", c.gemm_tuning}}},
               {"flops_per_epoch", cost.flops},

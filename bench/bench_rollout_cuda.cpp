@@ -5,8 +5,7 @@
 // takes the few-row kernel; the reference's is cuBLASLt's), and the cluster kernel (--cluster-rollout), in fp32 and
 // bf16, and in bf16 with its product on tensor cores (--cluster-rollout-mma), and the steps unrolled with the games on
 // 2 or 4 streams (--rollout-streams), and the cluster kernel at 7 games a start group (119
-// games, 15 clusters, against the small preset's 136 and 17), and with one exchange a step (the
-// logits' shares instead of a1's and h1's rows; hidden 512 only). CUDA events around whole
+// games, 15 clusters, against the small preset's 136 and 17). CUDA events around whole
 // rollouts, median of repeats after a warm-up; microseconds per step against the latency floor of
 // bench/README.md (issue 16 item 1). After each cluster mode and each graph of the steps unrolled
 // on one stream, one more rollout with phase clocks on (core/phase_clock.h) says where its step
@@ -53,7 +52,6 @@ struct Mode {
   int streams = 1;   // the games' ranges, each on a stream (--rollout-streams)
   int replicas = 0;  // the games per start group, where not the preset's (batch_size)
   ClusterWait wait = ClusterWait::Suspend;
-  ClusterExchange exchange = ClusterExchange::Rows;
 };
 
 constexpr Mode kModes[] = {
@@ -74,13 +72,6 @@ constexpr Mode kModes[] = {
     // The mailboxes' waits by mbarrier.test_wait in a loop instead of try_wait: whether a
     // suspended thread wakes late after its phase completes, twice a step.
     {"graph, cluster kernel, bf16 mma, spin waits", true, true, true, Precision::Bf16, true, 1, 0, ClusterWait::Spin},
-    // One exchange a step (the logits' shares; every block plays and computes the trunk of every
-    // game of its cluster) instead of a1's and h1's rows: hidden 512 only; its own phases.
-    {"graph, cluster kernel, bf16 mma, one exchange", true, true, true, Precision::Bf16, true, 1, 0,
-     ClusterWait::Suspend, ClusterExchange::Logits},
-    // Its eight trunks a block are issue, which two blocks on an SM share: at 119 games none do.
-    {"graph, cluster kernel, bf16 mma, one exchange, 7 replicas", true, true, true, Precision::Bf16, true, 1, 7,
-     ClusterWait::Suspend, ClusterExchange::Logits},
 };
 
 // One mode on its own buffers: the run's initial parameters, a zeroed arena (epoch 0).
@@ -111,7 +102,6 @@ struct Bench {
     ops.set_rollout_loop(m.loop);
     ops.set_rollout_cluster(m.cluster, m.mma);
     ops.set_rollout_cluster_wait(m.wait);
-    ops.set_rollout_cluster_exchange(m.exchange);
     ops.set_rollout_streams(m.streams);
     if (m.cluster)
       ops.set_rollout_clocks(clocks);
@@ -184,10 +174,9 @@ bool has_phases(const Mode& m) { return m.cluster || (m.graph && !m.loop && m.st
 nlohmann::json phases(const TrainConfig& c, const Mode& m, double us_step) {
   PhaseClocks pc;
   pc.blocks = kClusterBlocks, pc.steps = unsigned(c.max_steps);
-  const bool logits = m.cluster && m.exchange == ClusterExchange::Logits;  // its own marks
-  pc.marks = logits ? kLogitsMarks : m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
+  pc.marks = m.cluster ? kClusterMarks : kStepMarks, pc.warps = kClusterWarps;
   const PhaseEnd end = m.cluster ? PhaseEnd::NextStep : PhaseEnd::LastMark;
-  const char* const* names = logits ? kLogitsPhases : m.cluster ? kClusterPhases : kStepPhases;
+  const char* const* names = m.cluster ? kClusterPhases : kStepPhases;
   // The cluster kernel's spans: every block of its plan's at most ceil(N / 8) clusters.
   if (m.cluster) pc.span_blocks = unsigned((c.games() + kClusterBlocks - 1) / kClusterBlocks * kClusterBlocks);
   auto buffer = cuda::device_array<long long>(pc.size());
@@ -293,7 +282,7 @@ int main(int argc, char** argv) {
         continue;
       }
       if (m.cluster && !rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16,
-                                             m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma, m.exchange)) {
+                                             m.mma ? ClusterProduct::TensorCores : ClusterProduct::Fma)) {
         std::printf("%-40s %12s   (%d games at hidden %d are not the cluster kernel's)\n", m.name, "n/a", c.games(),
                     c.hidden_size);
         continue;

@@ -95,13 +95,6 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                            "cuda: --cluster-rollout with fc1's product on bf16 tensor cores (mma.sync; needs "
                            "--precision bf16); the sums round differently from the steps' in the last places. "
                            "The default under --precision bf16");
-  app.add_option_function<std::string>(
-         "--cluster-exchange", [&c](const std::string& v) { c.rollout_cluster_one_exchange = v == "logits"; },
-         "cuda: what the cluster kernel on tensor cores exchanges between its blocks each step: rows (a1's "
-         "and h1's, the default) or logits (the logits' shares, once; every block plays every game of its "
-         "cluster: hidden 512 only). The same run either way")
-      ->check(CLI::IsMember({"rows", "logits"}))
-      ->default_str("rows");
   app.add_flag("--no-cluster-rollout", f.no_cluster_rollout,
                "cuda: the rollout's steps, not the cluster kernel, also under --precision bf16")
       ->excludes(cluster)

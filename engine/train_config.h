@@ -78,12 +78,6 @@ struct TrainConfig {
   // info` turn it on under --precision bf16 unless a rollout flag says otherwise
   // (apply_rollout_default); a TrainConfig built in code has it off.
   bool rollout_cluster_mma = false;
-  // The cluster kernel on tensor cores with one exchange a step (the logits' shares; every block
-  // plays every game of its cluster: engine/cuda/rollout_cluster_logits.cu) where it fits (hidden
-  // 512, bf16, one game a block), else its two exchanges. The same bits either way; off until a
-  // GPU has timed it (bench/README.md). Like the backend, a choice of this machine: a checkpoint
-  // does not keep it (--cluster-exchange logits; bench_epoch --cluster-exchange logits).
-  bool rollout_cluster_one_exchange = false;
   std::string out_dir = "runs/latest";
   std::string metrics_path;  // empty: OUT/metrics.jsonl
   // --profile-epochs A:B: cudaProfilerStart before epoch A, cudaProfilerStop after epoch B

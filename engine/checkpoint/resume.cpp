@@ -62,7 +62,6 @@ TrainConfig resume_config(const std::string& ckpt_path, const Checkpoint& ck, co
   c.backend = f.backend;
   c.use_graph = f.use_graph;
   c.rollout_loop = f.rollout_loop;
-  c.rollout_cluster_one_exchange = f.rollout_cluster_one_exchange;
   c.gemm_tuning = f.gemm_tuning;  // a choice of this machine, as the backend is
   c.rollout_streams = f.rollout_streams;
   // The numbers a run computes: a bf16 run resumed without the flag stays bf16, and one whose

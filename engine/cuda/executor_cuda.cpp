@@ -62,8 +62,6 @@ class CudaExecutor final : public Executor {
     static_assert(TrainConfig::kMaxRolloutStreams == CudaOps::kMaxRolloutStreams);
     ops_->set_rollout_streams(c.rollout_streams);
     ops_->set_rollout_cluster(c.cluster_rollout(), c.rollout_cluster_mma);
-    ops_->set_rollout_cluster_exchange(c.rollout_cluster_one_exchange ? ClusterExchange::Logits
-                                                                      : ClusterExchange::Rows);
     ops_->set_ranges(!c.use_graph);
     buffers_ = StepBuffers::over(slabs_.get(), arena_.get(), c);
   }
@@ -103,19 +101,9 @@ class CudaExecutor final : public Executor {
     if (!cfg_.cluster_rollout()) return "";
     const bool mma = cfg_.rollout_cluster_mma;
     const std::string why = cluster_refusal();
-    if (why.empty())
-      return mma ? std::string(", cluster rollout on tensor cores") + exchange_note() : ", cluster rollout";
+    if (why.empty()) return mma ? ", cluster rollout on tensor cores" : ", cluster rollout";
     return std::string(", ") + (mma ? "the cluster rollout on tensor cores" : "the cluster rollout") +
            " not taken: " + why;
-  }
-
-  // --cluster-exchange logits as the run takes it (the cluster kernel on tensor cores runs).
-  std::string exchange_note() const {
-    if (!cfg_.rollout_cluster_one_exchange) return "";
-    if (rollout_cluster_fits(cfg_.games(), cfg_.hidden_size, cfg_.obs_dim(), cfg_.precision == Precision::Bf16,
-                             ClusterProduct::TensorCores, ClusterExchange::Logits))
-      return ", one exchange a step";
-    return ", --cluster-exchange logits not taken: it takes hidden 512 and 1-256 games one a block";
   }
 
   // Why the cluster kernel cannot run this run's rollout, or "" where it can.

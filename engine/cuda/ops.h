@@ -121,9 +121,6 @@ class CudaOps final : public Ops {
   }
   // How the cluster kernel's blocks wait at their mailboxes (bench_rollout_cuda times both).
   void set_rollout_cluster_wait(ClusterWait wait) { cluster_wait_ = wait; }
-  // What the cluster kernel's blocks exchange (bench_rollout_cuda times both): Logits where the
-  // shape takes it (rollout_cluster.h), else Rows.
-  void set_rollout_cluster_exchange(ClusterExchange exchange) { cluster_exchange_ = exchange; }
   // The cluster kernel's phase clocks (rollout_cluster.h's ClusterMark), and the fused step's in
   // the steps on one stream (rollout_step.h's StepMark; not the WHILE loop's body, nor the steps
   // on several streams), in the launches and captures from now on (bench_rollout_cuda); off by
@@ -150,7 +147,6 @@ class CudaOps final : public Ops {
   bool rollout_cluster_ = false;
   bool cluster_mma_ = false;
   ClusterWait cluster_wait_ = ClusterWait::Suspend;
-  ClusterExchange cluster_exchange_ = ClusterExchange::Rows;
   PhaseClocks rollout_clocks_, step_clocks_;
   int rollout_streams_ = 1;
   cuda::DeviceArray<uint32_t> loop_counters_;  // rollout_step.h's RolloutLoop::counters

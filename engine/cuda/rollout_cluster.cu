@@ -33,7 +33,6 @@
 #include "engine/cuda/rollout_cluster_copy.cuh"
 #include "engine/cuda/rollout_cluster_exchange.cuh"
 #include "engine/cuda/rollout_cluster_hooks.cuh"
-#include "engine/cuda/rollout_cluster_logits.h"
 #include "engine/cuda/rollout_cluster_plan.h"
 #include "engine/cuda/rollout_cluster_product.cuh"
 #include "engine/cuda/rollout_step.h"
@@ -306,23 +305,19 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
 
 }  // namespace
 
-bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product, ClusterExchange exchange) {
+bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product) {
   if (!linear_forward_takes_few_rows(N, H, H, false)) return false;
-  if (exchange == ClusterExchange::Logits)
-    return product == ClusterProduct::TensorCores && rollout_cluster_logits_fits(N, H, D, bf16);
   if (product == ClusterProduct::TensorCores) return bf16 && plan_for<Bf16, true>(N, H, D).clusters > 0;
   return (bf16 ? plan_for<Bf16, false>(N, H, D) : plan_for<float, false>(N, H, D)).clusters > 0;
 }
 
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
-                          ClusterProduct product, unsigned clusters, const PhaseClocks& clocks, ClusterWait wait,
-                          ClusterExchange exchange) {
+                          ClusterProduct product, unsigned clusters, const PhaseClocks& clocks, ClusterWait wait) {
   check_rollout_step_args(game, first, "rollout_cluster_cuda");
-  const unsigned marks = exchange == ClusterExchange::Logits ? kLogitsMarks : kClusterMarks;
-  if (clocks.at && (clocks.marks > marks || clocks.warps > kClusterWarps))
+  if (clocks.at && (clocks.marks > kClusterMarks || clocks.warps > kClusterWarps))
     throw std::invalid_argument("rollout_cluster_cuda: phase clocks of " + std::to_string(clocks.marks) +
                                 " marks and " + std::to_string(clocks.warps) + " warps; the kernel has " +
-                                std::to_string(marks) + " and " + std::to_string(kClusterWarps));
+                                std::to_string(kClusterMarks) + " and " + std::to_string(kClusterWarps));
   if (steps < 1 || first.t != 0 || (first.obs_next == nullptr && steps > 1))
     throw std::invalid_argument("rollout_cluster_cuda: needs step 0's views and at least one step");
   if (!linear_forward_takes_few_rows(first.N, first.H, first.H, false))
@@ -335,12 +330,7 @@ void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first,
   if ((first.p.fc1_w_bf16 != nullptr) != (first.next.h1_bf16 != nullptr) ||
       (first.p.fc1_w_bf16 != nullptr) != (first.now.h1_bf16 != nullptr))
     throw std::invalid_argument("rollout_cluster_cuda: h1's bf16 copies and fc1.weight's go together");
-  if (exchange == ClusterExchange::Logits && (product != ClusterProduct::TensorCores || clusters))
-    throw std::invalid_argument(
-        "rollout_cluster_cuda: one exchange a step takes the tensor-core product and the "
-        "plan's clusters");
   if (first.N == 0) return;
-  if (exchange == ClusterExchange::Logits) return rollout_cluster_logits_cuda(game, first, steps, stream, clocks, wait);
   const auto X = static_cast<const Bf16*>(first.now.h1_bf16);
   const auto W = static_cast<const Bf16*>(first.p.fc1_w_bf16);
   if (product == ClusterProduct::TensorCores)

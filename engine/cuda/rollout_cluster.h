@@ -2,9 +2,9 @@
 // (the games' reset and the trunk of step 0): each cluster plays a share of the games, each of
 // its blocks holds a share of fc1.weight's rows in shared memory for the whole rollout, and the
 // blocks of a cluster exchange a1 and h1 through mailboxes twice a step
-// (engine/cuda/rollout_cluster.cu), or the logits' shares once (rollout_cluster_logits.cu). The results are those of
-// the few-row product and rollout_step_cuda step by step, bit for bit (with the product on tensor cores: in the
-// emulator; a GPU's sums differ in the last places); TrainConfig::rollout_cluster
+// (engine/cuda/rollout_cluster.cu). The results are those of the
+// few-row product and rollout_step_cuda step by step, bit for bit (with the product on tensor
+// cores: in the emulator; a GPU's sums differ in the last places); TrainConfig::rollout_cluster
 // (--cluster-rollout, --cluster-rollout-mma) picks it where rollout_cluster_fits.
 #pragma once
 #include "core/phase_clock.h"
@@ -29,15 +29,6 @@ enum class ClusterProduct { Fma, TensorCores };
 // way; which is sooner, bench_rollout_cuda measures.
 enum class ClusterWait { Suspend, Spin };
 
-// What a step's blocks exchange through their mailboxes. Rows (the default, any shape that fits):
-// each a1 element goes to its game's block, and each game's next h1 row to every block, twice a
-// step. Logits (rollout_cluster_logits.cu; hidden 512, bf16 on tensor cores, one game a block;
-// its phase clocks are LogitsMark's): each block sends every block its share of the three logits of each of its
-// cluster's games (16 bytes a game), once a step; every block then samples, plays and computes the
-// next trunk of every game of its cluster itself. The same run either way; which is sooner,
-// bench_rollout_cuda measures.
-enum class ClusterExchange { Rows, Logits };
-
 // The kernel's marks a step for PhaseClocks (core/phase_clock.h): the step starts, the block's
 // product is done, its games' a1 rows have arrived, the head is done (its barrier passed), the
 // game is done (the trunk's barrier passed), the trunk is done, every game's next h1 row has
@@ -53,33 +44,13 @@ inline constexpr const char* kClusterPhases[kClusterMarks] = {
 };
 constexpr unsigned kClusterWarps = 4;  // a block's warps: the fused step's 128 threads
 
-// The marks a step of ClusterExchange::Logits (rollout_cluster_logits.cu): the step starts, the
-// product is done (its barrier passed), the head is done and its shares sent, every block's
-// shares have come (the steps played ahead run before that wait), the policy and the outcome are
-// taken, the trunk is done (its barrier passed); the last phase runs to the next step's start.
-// The last step has no trunk: it marks up to the policy. Every block plays every game of its
-// cluster, so every block marks them all.
-enum LogitsMark : unsigned {
-  kLogitsMarkStep,
-  kLogitsMarkProduct,
-  kLogitsMarkSent,
-  kLogitsMarkShares,
-  kLogitsMarkPolicy,
-  kLogitsMarkTrunk
-};
-constexpr unsigned kLogitsMarks = kLogitsMarkTrunk + 1;
-inline constexpr const char* kLogitsPhases[kLogitsMarks] = {
-    "product", "head and sends", "play ahead, shares wait", "policy and outcome", "trunk", "to the next step",
-};
-
 // Whether the device runs clusters and the rollout of N games at hidden H, observations of D
 // floats, takes this path: the shape the few-row product takes (fp32 or bf16 operands, up to 256
 // games), and a block's share of W1, the cluster's h1 rows and the step's other parameters
 // (fc_in, LayerNorm, fc1.bias, fc_out: (D + 6) H floats) within the shared memory a block may
 // opt into.
-// TensorCores also needs bf16; ClusterExchange::Logits, TensorCores and its own shape.
-bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product = ClusterProduct::Fma,
-                          ClusterExchange exchange = ClusterExchange::Rows);
+// TensorCores also needs bf16.
+bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product = ClusterProduct::Fma);
 
 // Steps 0..steps-1 from step 0's views `first` (rollout_step_at(r, 0)): per step a1 = h1 W1^T
 // (on the bf16 copies when first.p.fc1_w_bf16 is set), then the fused step. Throws
@@ -89,12 +60,9 @@ bool rollout_cluster_fits(int N, int H, int D, bool bf16, ClusterProduct product
 // the device holds that many clusters at once, else the most clusters it holds). `clocks`
 // (bench_rollout_cuda): the ClusterMark marks of its blocks, steps and warps, clocks.marks at
 // most kClusterMarks and clocks.warps at most kClusterWarps, else std::invalid_argument; and
-// the spans of its blocks. `wait`: ClusterWait. `exchange`: ClusterExchange; Logits does not take
-// `clusters`, its clocks' marks are LogitsMark's (at most kLogitsMarks, else
-// std::invalid_argument), and it throws where it does not fit.
+// the spans of its blocks. `wait`: ClusterWait.
 void rollout_cluster_cuda(const GameConfig& game, const Ops::RolloutStep& first, int steps, cudaStream_t stream,
                           ClusterProduct product = ClusterProduct::Fma, unsigned clusters = 0,
-                          const PhaseClocks& clocks = {}, ClusterWait wait = ClusterWait::Suspend,
-                          ClusterExchange exchange = ClusterExchange::Rows);
+                          const PhaseClocks& clocks = {}, ClusterWait wait = ClusterWait::Suspend);
 
 }  // namespace grpo

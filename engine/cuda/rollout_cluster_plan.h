@@ -1,4 +1,4 @@
-// What the cluster kernels' plans (rollout_cluster.cu, rollout_cluster_logits.cu) ask the device:
+// What the cluster kernel's plan (rollout_cluster.cu) asks the device:
 // the dynamic shared memory a block may opt into, and how many clusters of kClusterBlocks blocks
 // it holds at once. Host code; each function takes every compilation a launch may pick, so that
 // a plan holds for all of them.

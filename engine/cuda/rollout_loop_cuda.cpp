@@ -53,12 +53,7 @@ void CudaOps::rollout(const Rollout& r) {
   if (rollout_cluster_ && few_rows &&
       rollout_cluster_fits(r.N, r.H, r.D, bf16, product)) {  // eagerly and captured alike
     rollout_start(r);
-    const ClusterExchange exchange = cluster_exchange_ == ClusterExchange::Logits &&
-                                             rollout_cluster_fits(r.N, r.H, r.D, bf16, product, ClusterExchange::Logits)
-                                         ? ClusterExchange::Logits
-                                         : ClusterExchange::Rows;
-    rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product, 0, rollout_clocks_, cluster_wait_,
-                         exchange);
+    rollout_cluster_cuda(game_, rollout_step_at(r, 0), r.T, stream_, product, 0, rollout_clocks_, cluster_wait_);
     return;
   }
   if (!rollout_loop_ || status != cudaStreamCaptureStatusActive || !few_rows || r.T < 2)

@@ -105,7 +105,7 @@ __device__ __forceinline__ void with_kept_groups(unsigned H, const F& f) {
 
 // One group of the head (n <= 4 columns, b1 and fc_out's row 0 at b and w_out, fc_out's rows
 // H apart): v = dropout(gelu(a1 + b1)) in place, then its terms added to z[a], an fmaf chain over
-// the columns. The fused step's and the one-exchange cluster kernel's, so the same bits.
+// the columns.
 template <bool kVec>
 __device__ __forceinline__ void head_terms(const float* b, const float* w_out, unsigned H, unsigned n, float scale,
                                            unsigned keep, float (&v)[4], float (&z)[kActions]) {
@@ -172,14 +172,10 @@ __device__ inline void step_head(const Ops::RolloutStep& s, const ParamViews& p,
     head_group(c, v, keep_bits(c));
   }
   const unsigned lane = cols.tid % 32, warp = cols.tid / 32;
-  // The half warps' sums first (8, 4, 2, 1), then 16: a half warp's 64 columns at H 512 are one
-  // block's share in the cluster kernel's one exchange a step (rollout_cluster_logits.cu), which
-  // adds the shares as this tree does.
-  constexpr int kOffsets[] = {8, 4, 2, 1, 16};
 #pragma unroll
   for (int a = 0; a < kActions; ++a) {
 #pragma unroll
-    for (int o : kOffsets) z[a] += __shfl_down_sync(kAll, z[a], o);
+    for (int o = 16; o > 0; o >>= 1) z[a] += __shfl_down_sync(kAll, z[a], o);
     if (lane == 0) sh.head_sums[a][warp] = z[a];
   }
 }

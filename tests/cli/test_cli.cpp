@@ -103,9 +103,7 @@ INSTANTIATE_TEST_SUITE_P(
         std::make_pair("--tf32 --precision bf16", "--precision"),
         // The tensor cores multiply bf16 operands only.
         std::make_pair("--cluster-rollout-mma", "--cluster-rollout-mma"),
-        std::make_pair("--cluster-rollout-mma --precision tf32", "--cluster-rollout-mma"),
-        std::make_pair("--cluster-exchange once", "--cluster-exchange"),
-        std::make_pair("--cluster-exchange", "--cluster-exchange")));
+        std::make_pair("--cluster-rollout-mma --precision tf32", "--cluster-rollout-mma")));
 
 // --cluster-rollout-mma needs bf16 operands. On --resume the precision is the checkpoint's unless
 // given, so a bf16 checkpoint takes the flag without --precision, and an fp32 one refuses it in

@@ -47,16 +47,6 @@ TEST(TrainFlags, Fp32AndTf32KeepTheSteps) {
   EXPECT_FALSE(resolved({"--preset", "small"}).cluster_rollout());
 }
 
-// --cluster-exchange: what the cluster kernel on tensor cores exchanges each step (rows by default).
-TEST(TrainFlags, ClusterExchange) {
-  EXPECT_FALSE(resolved({"--preset", "small", "--precision", "bf16"}).rollout_cluster_one_exchange);
-  EXPECT_FALSE(resolved({"--preset", "small", "--precision", "bf16", "--cluster-exchange", "rows"})
-                   .rollout_cluster_one_exchange);
-  const TrainConfig c = resolved({"--preset", "small", "--precision", "bf16", "--cluster-exchange", "logits"});
-  EXPECT_TRUE(c.rollout_cluster_one_exchange);
-  EXPECT_TRUE(c.rollout_cluster_mma) << "the flag leaves bf16's default rollout as it is";
-}
-
 TEST(TrainFlags, AFlagChoosesTheRolloutsWayOverTheDefault) {
   EXPECT_FALSE(resolved({"--precision", "bf16", "--no-cluster-rollout"}).cluster_rollout());
   // Either form of --rollout-loop asks for the steps.

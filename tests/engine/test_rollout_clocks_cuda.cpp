@@ -131,49 +131,6 @@ TEST(RolloutClusterCuda, PhaseClocksOfBlocksWithoutAGame) {
   expect_clocks_mark_the_steps(c, ClusterProduct::TensorCores);
 }
 
-// One exchange a step (ClusterExchange::Logits), at the one width it takes: every block plays every
-// game of its cluster, so every block marks all of LogitsMark's marks, in order, but the trunk's
-// at the last step; and every block's span. More marks than it has are refused.
-TEST(RolloutClusterCuda, PhaseClocksOfTheOneExchangeAStep) {
-  GRPO_REQUIRE_DEVICE();
-  TrainConfig c = tiny_config();
-  c.hidden_size = 512, c.batch_size = 2, c.max_steps = 3, c.precision = Precision::Bf16;
-  ASSERT_EQ(c.games(), 6);
-  c.seed = std::random_device{}();
-  SCOPED_TRACE(::testing::Message() << "seed " << c.seed);
-  const unsigned T = unsigned(c.max_steps);
-  const auto run = [&c](const PhaseClocks& clocks) -> RolloutRun {
-    return [game = c.game, clocks](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
-      ops.rollout_start(r);
-      rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, ClusterProduct::TensorCores, 0, clocks,
-                           ClusterWait::Suspend, ClusterExchange::Logits);
-    };
-  };
-  PhaseClocks pc;
-  pc.blocks = kClusterBlocks, pc.steps = T, pc.marks = kLogitsMarks, pc.warps = kClusterWarps;
-  pc.span_blocks = kClusterBlocks;
-  std::vector<long long> spans;
-  const std::vector<long long> at = clocked_marks(c, pc, run, &spans);
-  for (unsigned b = 0; b < pc.span_blocks; ++b) {
-    const long long* s = spans.data() + size_t(b) * kSpanFields;
-    ASSERT_EQ(std::count(s, s + kSpanFields, kUnmarked), 0) << "span of block " << b;
-    EXPECT_LE(s[kSpanStart], s[kSpanEnd]) << "span of block " << b;
-  }
-  // The last step has no trunk.
-  expect_marks_in_order(at, pc, true,
-                        [&](unsigned, unsigned t, unsigned k) { return k != kLogitsMarkTrunk || t + 1 < T; });
-  const PhaseMedians block0 = phase_medians(at, pc, 0, 0);
-  EXPECT_EQ(block0.steps, size_t(T - 1)) << "every step but the last has all its phases";
-  EXPECT_EQ(block0.phase.size(), sizeof(kLogitsPhases) / sizeof(kLogitsPhases[0]));
-  PhaseClocks wide = pc;
-  wide.marks = kLogitsMarks + 1;
-  wide.span_blocks = 0;
-  DeviceBuffer<long long> buffer(std::vector<long long>(wide.size(), kUnmarked));
-  wide.at = buffer.get();
-  EXPECT_THROW(run_rollout(c, poisoned_arena(c, 1), random_slabs(c, c.seed), false, 1, run(wide)),
-               std::invalid_argument);
-}
-
 // The steps on one stream, as CudaOps runs them, with the fused step's clocks on.
 RolloutRun stepwise_run(const PhaseClocks& clocks) {
   return [clocks](CudaOps& ops, const Ops::Rollout& r, cudaStream_t) {

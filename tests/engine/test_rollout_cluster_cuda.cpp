@@ -29,20 +29,10 @@ namespace {
 // The cluster kernel with `clusters` clusters (0: the executor's choice), after the same start
 // as Ops::rollout's.
 RolloutRun cluster_run(const GameConfig& game, unsigned clusters, ClusterProduct product = ClusterProduct::Fma,
-                       ClusterWait wait = ClusterWait::Suspend, ClusterExchange exchange = ClusterExchange::Rows) {
-  return [game, clusters, product, wait, exchange](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
+                       ClusterWait wait = ClusterWait::Suspend) {
+  return [game, clusters, product, wait](CudaOps& ops, const Ops::Rollout& r, cudaStream_t stream) {
     ops.rollout_start(r);
-    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, clusters, {}, wait, exchange);
-  };
-}
-
-// CudaOps::rollout as configured, with the cluster kernel's exchange set first (nullptr for the
-// default, Rows).
-RolloutRun ops_run(ClusterExchange exchange) {
-  if (exchange == ClusterExchange::Rows) return nullptr;
-  return [exchange](CudaOps& ops, const Ops::Rollout& r, cudaStream_t) {
-    ops.set_rollout_cluster_exchange(exchange);
-    ops.rollout(r);
+    rollout_cluster_cuda(game, rollout_step_at(r, 0), r.T, stream, product, clusters, {}, wait);
   };
 }
 
@@ -99,22 +89,18 @@ void expect_took(ClusterProduct product, uint64_t before, const char* what) {
 // scoring: the rollout must also catch and miss fruits before its last step (a reward past 0.5,
 // and one below 0), so that every counter of the games' states changes while they stay on chip.
 // wait: how the eager runs' blocks wait at their mailboxes (the replay waits as the executor does).
-// exchange: the eager and the replayed runs' (ClusterExchange::Logits: clusters must be {0}).
 void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
                                   ClusterProduct product = ClusterProduct::Fma, bool scoring = false,
-                                  ClusterWait wait = ClusterWait::Suspend,
-                                  ClusterExchange exchange = ClusterExchange::Rows) {
+                                  ClusterWait wait = ClusterWait::Suspend) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE(::testing::Message() << "seed " << seed << ", hidden " << c.hidden_size << ", " << c.games()
                                     << " games, " << c.max_steps << " steps, " << precision_name(c.precision)
-                                    << (product == ClusterProduct::TensorCores ? ", tensor cores" : "")
-                                    << (exchange == ClusterExchange::Logits ? ", one exchange a step" : ""));
+                                    << (product == ClusterProduct::TensorCores ? ", tensor cores" : ""));
   c.seed = seed;
   const ArenaLayout al(c);
   const std::vector<float> slabs = random_slabs(c, seed);
   const std::vector<char> image = poisoned_arena(c, uint32_t(seed % 1000));
-  ASSERT_TRUE(
-      rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16, product, exchange));
+  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), c.precision == Precision::Bf16, product));
 
   const Outcome steps = run_rollout(c, image, slabs, false);
   // The rollout ran: every action of every step was written.
@@ -132,26 +118,22 @@ void expect_cluster_matches_steps(TrainConfig c, std::vector<unsigned> clusters,
   for (unsigned k : clusters) {
     SCOPED_TRACE(::testing::Message() << k << " clusters (0: one block per SM)");
     const uint64_t products = tensor_core_products();
-    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k, product, wait, exchange));
+    const Outcome eager = run_rollout(c, image, slabs, false, 1, cluster_run(c.game, k, product, wait));
     expect_same_rollout(c, product, steps.arena, eager.arena, "eager");
     expect_took(product, products, "eager");
   }
-  // Through the executor's ops, captured: one node after games_reset and the trunk, replayed twice
-  // (once for the one exchange, whose shape is the emulator's slowest: hidden 512).
+  // Through the executor's ops, captured: one node after games_reset and the trunk, replayed twice.
   c.rollout_cluster = true;
   c.rollout_cluster_mma = product == ClusterProduct::TensorCores;
   const uint64_t products = tensor_core_products();
-  const bool one_exchange = exchange == ClusterExchange::Logits;
-  const Outcome graph = run_rollout(c, image, slabs, true, one_exchange ? 1 : 2, ops_run(exchange));
+  const Outcome graph = run_rollout(c, image, slabs, true, 2);
   expect_same_rollout(c, product, steps.arena, graph.arena, "replayed");
   expect_took(product, products, "replayed");
   EXPECT_EQ(graph.loop.nodes, 0u) << "no WHILE node";
-  expect_same_without_h0(c, graph.arena, run_rollout(c, image, slabs, true, 1, ops_run(exchange), false).arena,
+  expect_same_without_h0(c, graph.arena, run_rollout(c, image, slabs, true, 1, nullptr, false).arena,
                          "replayed without h0");
   // The steps' graph as a loop: games_reset and the trunk, then the WHILE node and its counters'
-  // memset and the last step's two nodes (one step: its two nodes); here the one kernel (either
-  // exchange: the Rows runs count it).
-  if (one_exchange) return;
+  // memset and the last step's two nodes (one step: its two nodes); here the one kernel.
   c.rollout_cluster = c.rollout_cluster_mma = false;
   c.rollout_loop = true;
   const Outcome stepwise_graph = run_rollout(c, image, slabs, true, 1);
@@ -193,54 +175,6 @@ TEST(RolloutClusterCuda, SpinningWaitsEqualTheSteps) {
   expect_cluster_matches_steps(shape(64, 4, 3, Precision::Bf16), {1, 0}, ClusterProduct::TensorCores, false,
                                ClusterWait::Spin);
   expect_cluster_matches_steps(shape(37, 5, 4), {4}, ClusterProduct::Fma, false, ClusterWait::Spin);
-}
-
-// One exchange a step (ClusterExchange::Logits: the logits' shares instead of a1 and h1 rows;
-// every block plays and computes the trunk of every game of its cluster), at the one width it
-// takes. 9 games in two clusters of 4 and 5 (half warps without a game, blocks without a game of
-// their own), on a screen 4 high so that within 8 steps fruits are caught and missed (the states'
-// counters carried by every block's copy of each game); each of the two mailboxes goes through
-// four phases.
-TEST(RolloutClusterCuda, OneExchangeAStepEqualsTheSteps) {
-  GRPO_REQUIRE_DEVICE();
-  TrainConfig c = shape(512, 3, 8, Precision::Bf16);
-  c.game.screen_height = 4;
-  expect_cluster_matches_steps(c, {0}, ClusterProduct::TensorCores, true, ClusterWait::Suspend,
-                               ClusterExchange::Logits);
-}
-
-// 24 games in three clusters of 8: every half warp plays a game; the waits spin.
-TEST(RolloutClusterCuda, OneExchangeAStepInFullClusters) {
-  GRPO_REQUIRE_DEVICE();
-  expect_cluster_matches_steps(shape(512, 8, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores, false,
-                               ClusterWait::Spin, ClusterExchange::Logits);
-}
-
-// The one exchange takes hidden 512 in bf16 on tensor cores only, and neither a cluster count
-// nor phase clocks; the executor then keeps the two exchanges.
-TEST(RolloutClusterCuda, OneExchangeAStepRefusesOtherShapes) {
-  GRPO_REQUIRE_DEVICE();
-  constexpr auto kLogits = ClusterExchange::Logits;
-  EXPECT_TRUE(rollout_cluster_fits(136, 512, 10, true, ClusterProduct::TensorCores, kLogits));
-  EXPECT_FALSE(rollout_cluster_fits(136, 512, 10, true, ClusterProduct::Fma, kLogits));
-  EXPECT_FALSE(rollout_cluster_fits(136, 512, 10, false, ClusterProduct::TensorCores, kLogits));
-  EXPECT_FALSE(rollout_cluster_fits(136, 256, 10, true, ClusterProduct::TensorCores, kLogits));
-  EXPECT_FALSE(rollout_cluster_fits(257, 512, 10, true, ClusterProduct::TensorCores, kLogits));
-  TrainConfig c = shape(64, 2, 2, Precision::Bf16);
-  const std::vector<float> slabs = random_slabs(c, 5);
-  EXPECT_THROW(run_rollout(c, poisoned_arena(c, 0), slabs, false, 1,
-                           cluster_run(c.game, 0, ClusterProduct::TensorCores, ClusterWait::Suspend, kLogits)),
-               std::invalid_argument);
-  c = shape(512, 1, 2, Precision::Bf16);
-  const std::vector<float> wide = random_slabs(c, 6);
-  EXPECT_THROW(run_rollout(c, poisoned_arena(c, 0), wide, false, 1,
-                           cluster_run(c.game, 1, ClusterProduct::TensorCores, ClusterWait::Suspend, kLogits)),
-               std::invalid_argument)
-      << "a cluster count";
-  EXPECT_THROW(
-      run_rollout(c, poisoned_arena(c, 0), wide, false, 1, cluster_run(c.game, 0, ClusterProduct::Fma, {}, kLogits)),
-      std::invalid_argument)
-      << "the fmaf product";
 }
 
 TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {

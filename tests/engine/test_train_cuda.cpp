@@ -2,7 +2,6 @@
 // executor, graph replay against eager launches, and run-to-run determinism.
 #include <gtest/gtest.h>
 
-#include "engine/cuda/rollout_cluster.h"
 #include "engine/cuda/rollout_step.h"
 #include "engine/layout.h"
 #include "tests/engine/engine_test_util.h"
@@ -195,30 +194,6 @@ TEST(TrainCuda, ClusterRolloutOnTensorCores) {
   auto steps = make_cuda_executor(c);
   EXPECT_TRUE(bitwise_equal(run_epochs(c, *steps, 3), k));
 #endif
-}
-
-// --cluster-exchange logits: the cluster kernel on tensor cores with one exchange a step, at the
-// one width it takes. The same run as its two exchanges bit for bit, on a GPU too (the same
-// product, and the head, policy and trunk in the same order): here the two exchanges eagerly
-// against the one replayed from the epoch's graph.
-TEST(TrainCuda, ClusterRolloutWithOneExchangeAStep) {
-  GRPO_REQUIRE_DEVICE();
-  TrainConfig c = bf16(tiny_config());
-  c.hidden_size = 512;
-  c.max_steps = 3;
-  c.rollout_cluster_mma = true;
-  ASSERT_TRUE(rollout_cluster_fits(c.games(), c.hidden_size, c.obs_dim(), true, ClusterProduct::TensorCores,
-                                   ClusterExchange::Logits));
-  c.use_graph = false;
-  auto rows = make_cuda_executor(c);
-  const RunState r = run_epochs(c, *rows, 3);
-  c.use_graph = true;
-  c.rollout_cluster_one_exchange = true;
-  auto logits = make_cuda_executor(c);
-  EXPECT_NE(logits->describe().find("graph per epoch"), std::string::npos) << logits->describe();
-  EXPECT_NE(logits->describe().find(", one exchange a step"), std::string::npos) << logits->describe();
-  EXPECT_EQ(rows->describe().find("exchange"), std::string::npos) << rows->describe();
-  EXPECT_TRUE(bitwise_equal(run_epochs(c, *logits, 3), r));
 }
 
 TEST(TrainCuda, ReplaysDrawFreshRandomNumbersEachEpoch) {

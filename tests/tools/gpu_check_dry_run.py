@@ -53,7 +53,6 @@ wanted = ["device", "cuda tests on the GPU", "graph replay == eager (5 epochs, b
           "cuda executor == host executor (3 epochs)", "cuda executor == host executor (3 epochs, TF32)",
           "cuda executor == host executor (3 epochs, BF16)", "bench_epoch reference graph BF16",
           "bench_epoch small graph WHILE loop", "bench_rollout_cuda (us per step, small)", "bench_rollout_cuda (us per step, reference)", "bench_epoch small graph cluster", "bench_epoch small graph cluster BF16", "bench_epoch small graph cluster BF16 mma",
-          "bench_epoch small graph cluster BF16 mma one exchange",
           "compute-sanitizer memcheck", "compute-sanitizer racecheck", "compute-sanitizer synccheck",
           "compute-sanitizer initcheck", "grpo info --graph (small)", "grpo info --graph (reference)",
           "grpo info --graph (reference bf16)",
@@ -68,8 +67,8 @@ for w in wanted:
 # Every GPU command is printed, not run: the sanitizer and train steps name their programs.
 for frag in ("[dry run, not run] nvidia-smi", "compute-sanitizer --tool racecheck", "bench_epoch --preset reference",
              "torch_baseline.py --preset small --device cuda", "--precision bf16", "--rollout-loop on",
-             "--cluster-rollout on", "--cluster-rollout mma", "--cluster-exchange logits", "--gtest_filter=RolloutClusterCuda.*",
-             "--kernel-name kns=rollout_cluster_", "--batch-size 16",
+             "--cluster-rollout on", "--cluster-rollout mma", "--gtest_filter=RolloutClusterCuda.*",
+             "--kernel-name kns=rollout_cluster_kernel", "--batch-size 16",
              "bench_gemm_algos_cuda --ranks 8", "tune-gemm --preset reference --precision bf16",
              "--ranks 32", "--rollout-streams 2"):
     expect(frag in p.stdout, "the dry run does not print %r" % frag)

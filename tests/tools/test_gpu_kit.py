@@ -246,7 +246,7 @@ print("========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)" 
             race = "--tool racecheck" in call
             cluster = "RolloutClusterCuda" in call
             train = " train " in call
-            self.assertEqual("--kernel-name kns=rollout_cluster_" in call, race and cluster, call)
+            self.assertEqual("--kernel-name kns=rollout_cluster_kernel" in call, race and cluster, call)
             if train:
                 self.assertIn("--batch-size 16" if race else "--batch-size 2", call)
 
@@ -318,8 +318,7 @@ class Report(unittest.TestCase):
                                        "splits": [{"split": 2, "us": 7.5}, {"split": 3, "us": None}]}]
             kit.data["rollout_us_per_step"] = {"small": {"eager": 22.5, "graph, cluster kernel": 9.25,
                                                          "graph, cluster kernel, bf16 mma": 6.0,
-                                                         "graph, cluster kernel, bf16 mma, spin waits": 4.5,
-                                                         "graph, cluster kernel, bf16 mma, one exchange": 3.0},
+                                                         "graph, cluster kernel, bf16 mma, spin waits": 4.5},
                                                "reference": {"eager": 160.0, "graph, steps unrolled, bf16": 23.7}}
             kit.data["rollout_phases"] = {"small": {"graph, cluster kernel": {
                 "blocks": 8, "steps": 199, "step_cycles": 18000.0, "sm_clock_mhz": 1980.0,
@@ -359,8 +358,7 @@ class Report(unittest.TestCase):
         self.assertIn("| graph, cluster kernel | 9.25 | - |", md)
         # The tensor-core kernel's variants as ratios to it; one not run (7 replicas) left out.
         self.assertIn("Against the small preset's cluster kernel on tensor cores (6.00 us a step): with its "
-                      "mailboxes' waits spinning 0.75x, with one exchange a step (the logits' shares) 0.50x "
-                      "(below 1: faster;", md)
+                      "mailboxes' waits spinning 0.75x (below 1: faster;", md)
         self.assertNotIn("119 games in 15 clusters (no SM runs two blocks)", md)
         self.assertIn("- small bf16: 27 (24 kernel, 0 memset); 26 edges, 24 from a kernel to a kernel, 23 of those "
                       "programmatic\n- reference: 326\n", md)

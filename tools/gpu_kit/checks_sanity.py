@@ -41,7 +41,7 @@ def sanitizers(kit):
     over a 3-epoch grpo train, eager and graph (the graph run captures after its eager epoch 0,
     so both launch paths are covered). racecheck cannot check kernels that a graph's WHILE node
     runs (kit.SHORT_NO_LOOP): its train runs play 272 games, whose graph holds none, and over the
-    cluster tests it instruments the cluster kernels alone (the tests also capture the stepwise
+    cluster tests it instruments the cluster kernel alone (the tests also capture the stepwise
     rollout, whose graph holds one)."""
     tools = ["memcheck"] if kit.quick else TOOLS
     if kit.quick:
@@ -59,7 +59,7 @@ def sanitizers(kit):
         race = t == "racecheck"
         runs = [("kernel-tests", cs + [kit.bin("test_kernels_cuda"), "--gtest_brief=1"], None)]
         if kit.have("test_engine_cuda"):
-            only = ["--kernel-name", "kns=rollout_cluster_"] if race else []
+            only = ["--kernel-name", "kns=rollout_cluster_kernel"] if race else []
             runs.append(("cluster-tests", cs + only + [kit.bin("test_engine_cuda"), "--gtest_brief=1",
                                                        # the repeats look for what timing decides:
                                                        # a sanitizer's timing is its own

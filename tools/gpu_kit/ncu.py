@@ -21,8 +21,6 @@ SKIP = 2  # launches of the kernel skipped before the profiled one
 CASES = (
     ("small-bf16-cluster-mma", ["--preset", "small", "--precision", "bf16", "--cluster-rollout", "mma"],
      ("rollout_cluster_kernel", "head_loss_fused_kernel", "layernorm_input_onepass_kernel", "adamw_kernel")),
-    ("small-bf16-one-exchange", ["--preset", "small", "--precision", "bf16", "--cluster-rollout", "mma",
-                                 "--cluster-exchange", "logits"], ("rollout_cluster_logits_kernel",)),
     ("small-fp32", ["--preset", "small"], ("rollout_step_kernel", "linear_forward_few_rows_kernel")),
     ("reference-bf16", ["--preset", "reference", "--precision", "bf16"],
      ("rollout_step_kernel", "head_loss_fused_kernel", "layernorm_input_onepass_kernel")),

@@ -26,9 +26,7 @@ def _fmt(v, spec="%.1f"):
 # about its step (bench/README.md, "What the next lent GPU's figures decide").
 MMA = "graph, cluster kernel, bf16 mma"
 MMA_VARIANTS = (("with its mailboxes' waits spinning", ", spin waits"),
-                ("at 119 games in 15 clusters (no SM runs two blocks)", ", 7 replicas"),
-                ("with one exchange a step (the logits' shares)", ", one exchange"),
-                ("with one exchange a step at 119 games", ", one exchange, 7 replicas"))
+                ("at 119 games in 15 clusters (no SM runs two blocks)", ", 7 replicas"))
 
 
 def document(kit):
