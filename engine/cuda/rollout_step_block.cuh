@@ -315,18 +315,19 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 }
 
 // While thread 0 plays the game, the trunk's parameters come into L1: W_in's D rows
-// (transposed), LayerNorm's gamma and beta. A prefetch holds no register, so the
-// trunk's loads find them in L1 once the game is over instead of each waiting on L2 (a kernel
-// starts with none of them in L1): past two groups a thread, h0_sums loads W_in two rows at a
-// time, five dependent round trips at D = 10, which the blocks of an SM, all at their trunks at
-// once after the same product, cannot hide from each other. Warps 1.. issue the prefetches for
-// every column while they would wait at the game's barrier anyway, so that thread 0's game (and
-// warp 0, whose lanes wait for it) starts at once. Only where p is s.p's, in global memory (the
-// cluster kernel reads copies on chip and compiles none of this: StepHooks::kPrefetchTrunk).
+// (transposed), LayerNorm's gamma and beta. A prefetch holds no register, so the trunk's loads
+// find them in L1 once the game is over instead of each waiting on L2 (a kernel starts with none
+// of them in L1). Warps 1.. issue them while they would wait at the game's barrier anyway, so
+// that thread 0's game (and warp 0, whose lanes wait for it) starts at once. Only where a thread
+// has at most two groups (the small preset's one): a block's parameters are (D + 2) x 4 x H
+// bytes, 96 KB at the reference's H 2048, and its five blocks an SM prefetching theirs overflow
+// L1, and the trunks fetch them again (the H200's reference step was 2.7 us longer with them).
+// Only where p is s.p's, in global memory (the cluster kernel reads copies
+// on chip and compiles none of this: StepHooks::kPrefetchTrunk).
 template <bool kVec>
 __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamViews& p) {
   const Columns<kVec> cols(unsigned(s.H));
-  if (p.fc_in_w_t != s.p.fc_in_w_t || threadIdx.x < 32) return;
+  if (p.fc_in_w_t != s.p.fc_in_w_t || threadIdx.x < 32 || cols.groups > 2 * kStepThreads) return;
   const unsigned pitch = fc_in_t_pitch(int(cols.H));
   for (unsigned c = threadIdx.x - 32; c < cols.groups; c += kStepThreads - 32) {
     for (int d = 0; d < s.D; ++d) prefetch_l1(p.fc_in_w_t + size_t(d) * pitch + 4 * c);
