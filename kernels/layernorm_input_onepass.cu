@@ -157,19 +157,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       sums[2 * i] = s1, sums[2 * i + 1] = s2;
     }
-    // The next round's loads go out after barrier 1, and the staged rows are stored just before
-    // barrier 2: the serial part between them covers their latency. (Issued before barrier 1, the
-    // store right after it waited for them, and the loads share a scoreboard: the staged element
-    // and the dh1 prefetch's DRAM latency, with the block's other warps idle.) The tests'
-    // compilation that also writes h0 keeps them before barrier 1 and the store right after it:
-    // it has no registers for their values over the serial part.
     const size_t next = base + slots;
-    float staged = 0.f;
-    const auto next_loads = [&] {
-      load_dy(next, dy_next);
-      staged = stage_load(next);
-    };
-    if constexpr (kH0Out) next_loads();
+    load_dy(next, dy_next);
+    const float staged = stage_load(next);
 
     {  // the round's row sums over the warp at once: sum x in lanes x L ..
       constexpr unsigned L = kSpreadLanes<2 * kRows>;
@@ -177,10 +167,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       if (lane % L == 0) warp_sums[warp][lane / L] = v;
     }
     __syncthreads();
-    if constexpr (kH0Out)
-      stage_store(parity ^ 1u, staged);
-    else
-      next_loads();
+    stage_store(parity ^ 1u, staged);  // the slots of the round before were read before this barrier
     if (threadIdx.x < slots) {
       const unsigned i = threadIdx.x / teams, w0 = threadIdx.x % teams * warps_per_team;
       float m1 = warp_sums[w0][2 * i], m2 = warp_sums[w0][2 * i + 1];
@@ -188,8 +175,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       row_means[threadIdx.x][0] = m1 / float(N);
       row_means[threadIdx.x][1] = m2 / float(N);
     }
-    if constexpr (!kH0Out)
-      stage_store(parity ^ 1u, staged);  // the round before read its slots before the barrier above
     __syncthreads();
 #pragma unroll
     for (unsigned i = 0; i < kRows; ++i) {
