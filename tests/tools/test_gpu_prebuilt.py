@@ -95,6 +95,23 @@ class Fingerprint(unittest.TestCase):
             os.remove(os.path.join(tree, "src", "kernel.cu"))
             self.assertNotIn(prebuilt.fingerprint(tree), (first, second))
 
+    def test_a_file_deleted_since_the_index_of_a_lent_machine_counts_for_nothing(self):
+        # A lent machine's git index is the session's first commit: a file git rm'd here since is
+        # still tracked there, and absent from both trees.
+        with tempfile.TemporaryDirectory() as d:
+            tree, _ = make_tree(d)
+            with open(os.path.join(tree, "src", "old.cu"), "w") as f:
+                f.write("// removed later\n")
+            git(tree, "add", ".")
+            git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "old")
+            there = copy_tree(tree, os.path.join(d, "there"))
+            git(tree, "rm", "-q", os.path.join("src", "old.cu"))
+            os.remove(os.path.join(there, "src", "old.cu"))  # the file travels no more; the index stays
+            self.assertEqual(prebuilt.fingerprint(there), prebuilt.fingerprint(tree))
+            with open(os.path.join(there, "src", "kernel.cu"), "a") as f:
+                f.write("// changed there\n")
+            self.assertNotEqual(prebuilt.fingerprint(there), prebuilt.fingerprint(tree))
+
     def test_a_tree_without_git_is_walked_outside_build(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "t", "build"))

@@ -54,11 +54,15 @@ def tree_files(tree):
 
 
 def fingerprint(tree):
-    """sha256 over each file's path and content (a link: its target; a tracked file deleted: its
-    absence), so that a prebuilt archive matches only the very sources it was built from."""
+    """sha256 over each file's path and content (a link: its target), so that a prebuilt archive
+    matches only the very sources it was built from. A path git lists that is not there counts
+    for nothing: a lent machine's git index is the session's first commit, so a file deleted since
+    is listed there and not here, and the trees are the same."""
     h = hashlib.sha256()
     for rel in tree_files(tree):
         path = os.path.join(tree, rel)
+        if not os.path.lexists(path):
+            continue
         h.update(rel.encode() + b"\0")
         if os.path.islink(path):
             h.update(b"L" + os.readlink(path).encode())
