@@ -1,4 +1,5 @@
 // The loss pass's policy head in one pass over the rows (contract in head_loss.h).
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -28,36 +29,48 @@ __device__ __forceinline__ void unpack(const float4& f, float (&v)[4]) {
 // `team` threads (a power of two, 32 to 256), each team rows of its own; thread t of a team owns
 // the CG column groups t, t + team, ... (four columns each) of every row it sees, so its four
 // column sums stay in its registers (b1 and W_out at the block's columns wait in shared memory).
-// A round takes R = 2 rows a team (slot s = i * teams + team index is row base + s), so that the
-// round's barriers and its serial part (step 2's one thread a slot, while the block waits) come
-// once for two rows (at two groups a thread that fills 128 registers, with b_out in shared
-// memory). A round:
+// A round takes R = 2 rows a team (slot s = i * teams + team index is row base + s). A round:
 //   1. g = gelu(a1 + b1) and gk = gelu' where dropout keeps the element (0 where it drops it),
-//      kept in registers, and the thread's share of the three logits' sums g W_out;
+//      kept in the thread's own part of a shared-memory ring, and the thread's share of the
+//      three logits' sums g W_out;
 //   2. the logits meet in shared memory (a shuffle tree a warp, then the team's warps in order),
 //      are scaled by 1 / (1 - p) and biased, and one thread a slot applies the objective (loss,
 //      dlogits);
 //   3. da1 = (dlogits W_out) * gk / (1 - p) is written, and da1 and dlogits_j * h2 join the
 //      column sums. The 1 / (1 - p) goes into the row's three dlogits, not into each element's
 //      h2 = g / (1 - p) and gelu' / (1 - p): two multiplications an element fewer.
+// The rounds overlap with one barrier each: after barrier k the slot threads run round k's step
+// 2 while every thread runs round k - 1's step 3 and round k + 1's step 1, so the objective's
+// serial part no longer holds the block at a barrier of its own. Round k's logits and dlogits
+// take the buffers of parity k & 1, and each thread keeps two rounds' g and gk (the one step 2
+// is on, the one step 1 writes while step 3 reads the round before from the same place). The
+// same operations in the same order as one round at a time with two barriers: the same bits.
 // a1 is read once and the GELU and the mask are computed once an element: the two passes of
 // head_loss_wide.cu each read a1 and compute both. The next round's a1 loads are issued right
-// after step 1, so they are in flight through the barriers and step 3.
+// after step 1, so they are in flight through the barrier and steps 2 and 3.
+template <unsigned CG, unsigned R>
+constexpr unsigned kRingFloats = 2 * R* CG * 4;  // a round's g and gk, a thread's
+
+template <unsigned CG, unsigned R>
+constexpr size_t ring_bytes() {
+  return size_t(2) * kRingFloats<CG, R> * kThreads * sizeof(float);  // two rounds
+}
+
 template <unsigned CG, unsigned R>
 __global__ void __launch_bounds__(kThreads, 2)
     head_loss_fused_kernel(HeadLossArgs a, bool vec, unsigned team, unsigned rows_per_chunk,
                            float* __restrict__ col_partials, float* __restrict__ row_partials) {
   follow_previous_kernel();
-  constexpr unsigned kMaxSlots = R * kWarps;                  // teams * R, at most 8 teams of 32
-  __shared__ float team_logits[kMaxSlots][kWarps][kActions];  // [slot][warp of the team][j]
-  __shared__ float slot_dz[kMaxSlots][kActions];
+  constexpr unsigned kMaxSlots = R * kWarps;                     // teams * R, at most 8 teams of 32
+  __shared__ float team_logits[2][kMaxSlots][kWarps][kActions];  // [round parity][slot][warp of the team][j]
+  __shared__ float slot_dz[2][kMaxSlots][kActions];              // [round parity][slot][j]
   __shared__ float slot_part[kMaxSlots][kPartials];
+  GRPO_DYNAMIC_SHARED(float, ring);  // [round parity][element][thread]: each thread's g and gk
   const unsigned teams = kThreads / team, my_team = threadIdx.x / team, t = threadIdx.x % team;
   const unsigned lane = threadIdx.x % 32, warp_in_team = t / 32, slots = teams * R;
   const unsigned H = unsigned(a.H), groups = (H + 3) / 4;
   const uint32_t epoch = a.drop.p > 0.f ? *a.drop.epoch : 0u;
   const float scale = dropout_scale(a.drop.p);
-  const float inv_m = 1.f / static_cast<float>(a.M);
   const size_t r0 = size_t(blockIdx.x) * rows_per_chunk;
   const size_t r1 = std::min(size_t(a.M), r0 + rows_per_chunk);
 
@@ -97,24 +110,34 @@ __global__ void __launch_bounds__(kThreads, 2)
       for (unsigned c = 0; c < CG; ++c) load4(a.a1 + row * H + 4 * (t + team * c), row < r1 ? n[c] : 0u, vec, x[i][c]);
     }
   };
+  // Element e of the thread's g (e < kRingFloats / 2) and gk (the half after) in the round of
+  // parity par: a thread's own, so a round's write and the round before's read need no barrier.
+  const auto ring_at = [&](unsigned par, unsigned e) -> float& {
+    return ring[(size_t(par) * kRingFloats<CG, R> + e) * kThreads + threadIdx.x];
+  };
+  constexpr unsigned kGk = kRingFloats<CG, R> / 2;
   load_round(r0);
   // Thread `slot` < slots applies the objective to its slot's row of every round; its inputs for
-  // the round are loaded before step 1, so that they have arrived by step 2.
+  // a round are loaded with the round's step 1, so that they have arrived by step 2.
   const bool slot_thread = threadIdx.x < slots;
-  __shared__ float b_out[kActions];
-  if (threadIdx.x < unsigned(kActions)) b_out[threadIdx.x] = a.b_out[threadIdx.x];
-  __syncthreads();  // bw, b_out
-  for (size_t base = r0; base < r1; base += slots) {
+  int32_t action = 0;
+  float adv = 0.f, old_logp = 0.f;
+  const auto slot_inputs = [&](size_t base) {
     const size_t slot_row = base + threadIdx.x;
-    const bool slot_live = slot_thread && slot_row < r1;
-    int32_t action = 0;
-    float adv = 0.f, old_logp = 0.f;
-    if (slot_live) {
+    if (slot_thread && slot_row < r1) {
       action = a.actions[slot_row];
       adv = a.adv[slot_row];
       if (a.objective.old_logp) old_logp = a.objective.old_logp[slot_row];
     }
-    float h[R][CG][4], gk[R][CG][4], s[R][kActions];
+  };
+  // b_out, and 1 / M for the objective: in shared memory, where a register held over the rounds
+  // spilled at two groups a thread.
+  __shared__ float b_out[kActions], inv_m;
+  if (threadIdx.x < unsigned(kActions)) b_out[threadIdx.x] = a.b_out[threadIdx.x];
+  if (threadIdx.x == 0) inv_m = 1.f / static_cast<float>(a.M);
+
+  const auto step1 = [&](size_t base, unsigned par) {
+    float s[R][kActions];
 #pragma unroll
     for (unsigned i = 0; i < R; ++i) {
       const size_t row = base + i * teams + my_team;
@@ -135,10 +158,11 @@ __global__ void __launch_bounds__(kThreads, 2)
           float grad;
           const float g = gelu_and_grad(x[i][c][q] + b[q], grad);
           const bool kept = (keep >> q & 1u) && q < live;
-          h[i][c][q] = kept ? g : 0.f;
-          gk[i][c][q] = kept ? grad : 0.f;
+          const float h = kept ? g : 0.f;
+          ring_at(par, (i * CG + c) * 4 + q) = h;
+          ring_at(par, kGk + (i * CG + c) * 4 + q) = kept ? grad : 0.f;
 #pragma unroll
-          for (int j = 0; j < kActions; ++j) s[i][j] += h[i][c][q] * w[j][q];
+          for (int j = 0; j < kActions; ++j) s[i][j] += h * w[j][q];
         }
       }
     }
@@ -153,37 +177,40 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int j = 0; j < kActions; ++j) flat[i * kActions + j] = s[i][j];
       const float v = warp_sums_spread(flat);
       const unsigned x = lane / L;
-      if (lane % L == 0 && x < V) team_logits[x / kActions * teams + my_team][warp_in_team][x % kActions] = v;
+      if (lane % L == 0 && x < V) team_logits[par][x / kActions * teams + my_team][warp_in_team][x % kActions] = v;
     }
-    __syncthreads();
-    if (slot_live) {
-      const unsigned slot = threadIdx.x;
-      float z[kActions], dz[kActions], entropy;
-#pragma unroll
-      for (int j = 0; j < kActions; ++j) {
-        float v = 0.f;
-        for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[slot][wt][j];
-        // A product then a sum, as the host twin and the emulator add: with b_out in shared memory
-        // nvcc would fuse them.
-        z[j] = mul_rn(v, scale) + b_out[j];
-      }
-      part[0] += objective_loss(a.objective, z, action, adv, old_logp, inv_m, dz, &entropy);
-#pragma unroll
-      for (int j = 0; j < kActions; ++j) {
-        a.logits[kActions * slot_row + j] = z[j];
-        a.dlogits[kActions * slot_row + j] = dz[j];
-        part[1 + j] += dz[j];
-        slot_dz[slot][j] = dz[j] * scale;  // step 3's h and gk are unscaled
-      }
-    }
-    __syncthreads();
+  };
 
+  const auto step2 = [&](size_t base, unsigned par) {
+    const size_t slot_row = base + threadIdx.x;
+    if (!slot_thread || slot_row >= r1) return;
+    const unsigned slot = threadIdx.x;
+    float z[kActions], dz[kActions], entropy;
+#pragma unroll
+    for (int j = 0; j < kActions; ++j) {
+      float v = 0.f;
+      for (unsigned wt = 0; wt < team / 32; ++wt) v += team_logits[par][slot][wt][j];
+      // A product then a sum, as the host twin and the emulator add: with b_out in shared memory
+      // nvcc would fuse them.
+      z[j] = mul_rn(v, scale) + b_out[j];
+    }
+    part[0] += objective_loss(a.objective, z, action, adv, old_logp, inv_m, dz, &entropy);
+#pragma unroll
+    for (int j = 0; j < kActions; ++j) {
+      a.logits[kActions * slot_row + j] = z[j];
+      a.dlogits[kActions * slot_row + j] = dz[j];
+      part[1 + j] += dz[j];
+      slot_dz[par][slot][j] = dz[j] * scale;  // step 3's h and gk are unscaled
+    }
+  };
+
+  const auto step3 = [&](size_t base, unsigned par) {
 #pragma unroll
     for (unsigned i = 0; i < R; ++i) {
       const unsigned slot = i * teams + my_team;
       const size_t row = base + slot;
       if (row >= r1) break;
-      const float dz0 = slot_dz[slot][0], dz1 = slot_dz[slot][1], dz2 = slot_dz[slot][2];
+      const float dz0 = slot_dz[par][slot][0], dz1 = slot_dz[par][slot][1], dz2 = slot_dz[par][slot][2];
 #pragma unroll
       for (unsigned c = 0; c < CG; ++c) {
         if (n[c] == 0) continue;
@@ -192,11 +219,12 @@ __global__ void __launch_bounds__(kThreads, 2)
         for (int j = 0; j < kActions; ++j) unpack(bw[1 + j][t + team * c], w[j]);
 #pragma unroll
         for (unsigned q = 0; q < 4; ++q) {
-          d[q] = (dz0 * w[0][q] + dz1 * w[1][q] + dz2 * w[2][q]) * gk[i][c][q];
+          const float h = ring_at(par, (i * CG + c) * 4 + q), gk = ring_at(par, kGk + (i * CG + c) * 4 + q);
+          d[q] = (dz0 * w[0][q] + dz1 * w[1][q] + dz2 * w[2][q]) * gk;
           acc[c][0][q] += d[q];
-          acc[c][1][q] += dz0 * h[i][c][q];
-          acc[c][2][q] += dz1 * h[i][c][q];
-          acc[c][3][q] += dz2 * h[i][c][q];
+          acc[c][1][q] += dz0 * h;
+          acc[c][2][q] += dz1 * h;
+          acc[c][3][q] += dz2 * h;
         }
         const size_t off = row * H + 4 * (t + team * c);
         if (a.da1_bf16)
@@ -205,6 +233,31 @@ __global__ void __launch_bounds__(kThreads, 2)
           store4(a.da1 + off, n[c], vec, d);
       }
     }
+  };
+
+  __syncthreads();  // bw, b_out, inv_m
+  if (r0 < r1) {
+    slot_inputs(r0);
+    step1(r0, 0);
+  }
+  unsigned par = 0;
+  size_t last = r0;
+  for (size_t base = r0; base < r1; base += slots, par ^= 1u) {
+    // Round k's logits are whole (team_logits[par]) and round k - 1's dz (slot_dz[par ^ 1]);
+    // round k - 1's step 2 read team_logits[par ^ 1] before it, and round k - 2's step 3
+    // slot_dz[par], which round k + 1's step 1 and round k's step 2 now write.
+    __syncthreads();
+    step2(base, par);
+    if (base > r0) step3(base - slots, par ^ 1u);
+    if (base + slots < r1) {
+      slot_inputs(base + slots);
+      step1(base + slots, par ^ 1u);
+    }
+    last = base;
+  }
+  if (r0 < r1) {
+    __syncthreads();  // the last round's dz
+    step3(last, par ^ 1u);
   }
 
   // The chunk's sums: the slots' row sums in slot order; each column's in team order.
@@ -281,6 +334,21 @@ __global__ void head_loss_finish_kernel(const float* __restrict__ col_partials, 
   }
 }
 
+// The fused kernel's dynamic shared memory (its ring), allowed once per device for the kernel
+// (not a stream operation: allowed while a stream captures).
+template <unsigned CG, unsigned R>
+size_t fused_smem() {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  static std::set<int> allowed;
+  if (allowed.count(dev) == 0) {
+    CUDA_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&head_loss_fused_kernel<CG, R>),
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, int(ring_bytes<CG, R>())));
+    allowed.insert(dev);
+  }
+  return ring_bytes<CG, R>();
+}
+
 }  // namespace
 
 // Bytes per call, one pass: a1 read once (4MH), da1 written (4MH, 2MH in bf16), 24M of logits
@@ -299,11 +367,11 @@ void head_loss_cuda(const HeadLossArgs& a, cudaStream_t stream) {
   const head_loss::OnePass shape = head_loss::one_pass(a.H);
   const unsigned rows = colsum::rows_per_chunk(size_t(a.M));
   if (shape.groups_per_thread == 1)
-    launch_overlapped(head_loss_fused_kernel<1, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
-                      row_partials);
+    launch_overlapped(head_loss_fused_kernel<1, 2>, chunks, kThreads, fused_smem<1, 2>(), stream, a, vec, shape.team,
+                      rows, col_partials, row_partials);
   else if (shape.groups_per_thread == 2)
-    launch_overlapped(head_loss_fused_kernel<2, 2>, chunks, kThreads, 0, stream, a, vec, shape.team, rows, col_partials,
-                      row_partials);
+    launch_overlapped(head_loss_fused_kernel<2, 2>, chunks, kThreads, fused_smem<2, 2>(), stream, a, vec, shape.team,
+                      rows, col_partials, row_partials);
   else
     row_blocks = head_loss_wide_cuda(a, vec, col_partials, row_partials, stream);
   launch_overlapped(head_loss_finish_kernel, dim3(ceil_div(size_t(a.H), kThreads), kPartials + 1), kThreads, 0, stream,
