@@ -31,7 +31,7 @@ struct Args {
 
 // Rows a team takes a round: two where D is exactly kMaxD (the presets'), which halves the round's
 // fixed part per row: the loop, the prefetch's address arithmetic, the shuffles of the row sums,
-// the two barriers and the serial adding of the warps' shares, and each W_in group's
+// the barrier and the adding of the warps' shares, and each W_in group's
 // shared-memory load serves both rows. More do not fit: a row in flight keeps 12 floats a thread
 // through the barriers (dh1, gelu', xhat) and 4 more for the next round's dh1, beside the 48
 // column sums. With D a run-time value (its bounds tested at each d) two rows spill: one.
@@ -51,9 +51,9 @@ static_assert(kRowsOf<true> * kWarps <= kSlots && kSlots * kRowIn <= kThreads,
 //   1. h0 = X W_in^T at the thread's columns, as the rollout's fused step computes it (an fmaf
 //      chain over d ascending from 0, so the same bits), then gelu, gelu', xhat = (gelu(h0) -
 //      mean) rstd and the thread's shares of the row sums of dxhat = dh1 gamma and dxhat xhat;
-//   2. the rows' sums meet in shared memory (a shuffle tree a warp, all the round's sums at once,
-//      then the team's warps in order by one thread a slot), and every thread of the team reads
-//      its rows' two means;
+//   2. the rows' sums meet in shared memory (a shuffle tree a warp, all the round's sums at once),
+//      and after the round's one barrier every warp adds its team's warps' sums in order (a lane
+//      a sum) into its rows' two means;
 //   3. dh0 = dh1 + gelu'(h0) rstd (dxhat - mean(dxhat) - xhat mean(dxhat xhat)) joins the column
 //      sums with dh1 xhat, dh1 and dh0 X[row, d], the rows in order.
 // dh1 is the only [M, N] array read, once; h0 is never read and dh0 never written. Its loads run a
@@ -64,9 +64,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     layernorm_input_onepass_kernel(Args a, unsigned team, unsigned rows_per_chunk, float* __restrict__ partial) {
   constexpr unsigned kRows = kRowsOf<kExactD>;
   follow_previous_kernel();
-  __shared__ float warp_sums[kWarps][2 * kRows];     // [warp of the block][2 i + sum]: a team's warps are contiguous
-  __shared__ float row_means[kSlots][2];             // [slot][mean of dxhat, of dxhat xhat]
-  __shared__ float4 rows_in[2][kSlots][kRowIn / 4];  // [round parity][slot]: the staged rows
+  __shared__ float warp_sums[2][kWarps][2 * kRows];  // [round parity][warp of the block][2 i + sum]: a team's warps
+                                                     // are contiguous
+  __shared__ float4 rows_in[3][kSlots][kRowIn / 4];  // [round % 3][slot]: the staged rows
   __shared__ float4 team_cols[kThreads];             // the chunk's end: one column sum, the teams' in order
   GRPO_DYNAMIC_SHARED(float4, w_in);                 // [d * team + t]: W_in[4t .. 4t + 3, d]
   const unsigned teams = kThreads / team, my_team = threadIdx.x / team, t = threadIdx.x % team;
@@ -102,8 +102,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     if (stage_e < D) return a.X[row * D + stage_e];
     return stage_e == kRowIn - 2 ? a.mean[row] : stage_e == kRowIn - 1 ? a.rstd[row] : 0.f;
   };
-  auto stage_store = [&](unsigned parity, float v) {
-    if (stager) reinterpret_cast<float*>(rows_in[parity][stage_slot])[stage_e] = v;
+  auto stage_store = [&](unsigned ring, float v) {
+    if (stager) reinterpret_cast<float*>(rows_in[ring][stage_slot])[stage_e] = v;
   };
   auto load_dy = [&](size_t base, float(&dy)[kRows][4]) {
 #pragma unroll
@@ -112,20 +112,26 @@ __global__ void __launch_bounds__(kThreads, 1)
       load4(a.dh1 + row * N + 4 * t, row < r1 ? n : 0u, a.vec, dy[i]);
     }
   };
-  auto row_in = [&](unsigned parity, unsigned slot, float(&x)[kRowIn]) {
+  auto row_in = [&](unsigned ring, unsigned slot, float(&x)[kRowIn]) {
 #pragma unroll
     for (unsigned q = 0; q < kRowIn / 4; ++q) {
-      const float4 v = rows_in[parity][slot][q];
+      const float4 v = rows_in[ring][slot][q];
       x[4 * q] = v.x, x[4 * q + 1] = v.y, x[4 * q + 2] = v.z, x[4 * q + 3] = v.w;
     }
   };
   float dy[kRows][4], dy_next[kRows][4];
   load_dy(r0, dy);
   stage_store(0, stage_load(r0));
-  __syncthreads();  // w_in, round 0's rows
+  stage_store(1, stage_load(r0 + slots));
+  __syncthreads();  // w_in, rounds 0 and 1's rows
 
-  unsigned parity = 0;
-  for (size_t base = r0; base < r1; base += slots, parity ^= 1u) {
+  // One barrier a round: after it every warp adds its team's warps' sums itself, where one
+  // thread a slot did between two barriers. Round k's sums take warp_sums[k & 1] (a warp may
+  // write round k + 1's while another still reads round k's), and its rows rows_in[k % 3]:
+  // round k + 2's are stored after barrier k, once round k - 1's step 3 has read its rows, and
+  // are read after barrier k + 1.
+  unsigned parity = 0, ring = 0;
+  for (size_t base = r0; base < r1; base += slots, parity ^= 1u, ring = ring == 2 ? 0 : ring + 1) {
     float h[kRows][4];
 #pragma unroll
     for (unsigned i = 0; i < kRows; ++i)
@@ -133,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (unsigned k = 0; k < 4; ++k) h[i][k] = 0.f;
     float in[kRows][kRowIn];
 #pragma unroll
-    for (unsigned i = 0; i < kRows; ++i) row_in(parity, i * teams + my_team, in[i]);
+    for (unsigned i = 0; i < kRows; ++i) row_in(ring, i * teams + my_team, in[i]);
 #pragma unroll
     for (unsigned d = 0; d < unsigned(kMaxD); ++d) {
       if (!kExactD && d >= D) break;
@@ -159,30 +165,35 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     const size_t next = base + slots;
     load_dy(next, dy_next);
-    const float staged = stage_load(next);
 
     {  // the round's row sums over the warp at once: sum x in lanes x L ..
       constexpr unsigned L = kSpreadLanes<2 * kRows>;
       const float v = warp_sums_spread(sums);
-      if (lane % L == 0) warp_sums[warp][lane / L] = v;
+      if (lane % L == 0) warp_sums[parity][warp][lane / L] = v;
     }
     __syncthreads();
-    stage_store(parity ^ 1u, staged);  // the slots of the round before were read before this barrier
-    if (threadIdx.x < slots) {
-      const unsigned i = threadIdx.x / teams, w0 = threadIdx.x % teams * warps_per_team;
-      float m1 = warp_sums[w0][2 * i], m2 = warp_sums[w0][2 * i + 1];
-      for (unsigned w = 1; w < warps_per_team; ++w) m1 += warp_sums[w0 + w][2 * i], m2 += warp_sums[w0 + w][2 * i + 1];
-      row_means[threadIdx.x][0] = m1 / float(N);
-      row_means[threadIdx.x][1] = m2 / float(N);
+    const float staged = stage_load(next + slots);  // round k + 2's, stored after step 3
+    // The means of the team's rows: lane j < 2 kRows adds sum j over the team's warps in order and
+    // divides, as one thread a slot did; the warp's lanes take them by shuffles.
+    float means[2 * kRows];
+    {
+      const unsigned w0 = my_team * warps_per_team;
+      float m = 0.f;
+      if (lane < 2 * kRows) {
+        m = warp_sums[parity][w0][lane];
+        for (unsigned w = 1; w < warps_per_team; ++w) m += warp_sums[parity][w0 + w][lane];
+        m = m / float(N);
+      }
+#pragma unroll
+      for (unsigned j = 0; j < 2 * kRows; ++j) means[j] = __shfl_sync(0xffffffffu, m, j);
     }
-    __syncthreads();
 #pragma unroll
     for (unsigned i = 0; i < kRows; ++i) {
       const unsigned slot = i * teams + my_team;
-      if (base + slot >= r1) break;  // uniform over the team; the barriers above are the block's
-      const float m1 = row_means[slot][0], m2 = row_means[slot][1];
+      if (base + slot >= r1) break;  // uniform over the team; the barrier above is the block's
+      const float m1 = means[2 * i], m2 = means[2 * i + 1];
       float x[kRowIn];
-      row_in(parity, slot, x);
+      row_in(ring, slot, x);
       const float rs = x[kRowIn - 1];
 #pragma unroll
       for (unsigned k = 0; k < 4; ++k) {
@@ -194,6 +205,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           if (kExactD || d < D) acc[2 + d][k] += d0 * x[d];
       }
     }
+    stage_store(ring == 0 ? 2 : ring - 1, staged);  // (k + 2) % 3
 #pragma unroll
     for (unsigned i = 0; i < kRows; ++i)
 #pragma unroll
