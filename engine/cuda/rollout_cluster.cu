@@ -19,6 +19,7 @@
 // emulator's run still is; a GPU's a1 differs in the last places.
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -33,7 +34,6 @@
 #include "engine/cuda/rollout_cluster_copy.cuh"
 #include "engine/cuda/rollout_cluster_exchange.cuh"
 #include "engine/cuda/rollout_cluster_hooks.cuh"
-#include "engine/cuda/rollout_cluster_plan.h"
 #include "engine/cuda/rollout_cluster_product.cuh"
 #include "engine/cuda/rollout_step.h"
 #include "engine/cuda/rollout_step_block.cuh"
@@ -224,21 +224,54 @@ std::array<const void*, 2> cluster_kernels() {
           reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
 }
 
-// The plan's queries (rollout_cluster_plan.h) for both compilations.
+// Dynamic shared memory a block may have: the device's opt-in limit less the static StepScratch;
+// 0 where the device runs no clusters.
 template <class T, bool kMma>
 size_t smem_limit() {
-  const auto k = cluster_kernels<T, kMma>();
-  return cluster_plan::smem_limit({k[0], k[1]}, sizeof(StepScratch<1>));
+  int dev = 0, optin = 0, cluster_launch = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&cluster_launch, cudaDevAttrClusterLaunch, dev));
+  if (!cluster_launch) return 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  // The static part as compiled (StepScratch and whatever the callees declare), not as counted here.
+  size_t fixed = sizeof(StepScratch<1>);
+  for (const void* kernel : cluster_kernels<T, kMma>()) {
+    cudaFuncAttributes f{};
+    CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));
+    fixed = std::max(fixed, f.sharedSizeBytes);
+  }
+  return size_t(std::max(optin - int(fixed), 0));
 }
+
+// The kernel may ask for up to smem_limit(): always the same value, so a later launch never
+// lowers the limit below what a captured graph's node asks for. Not a stream operation: allowed
+// while a stream captures.
 template <class T, bool kMma>
 void allow_smem(size_t limit) {
-  const auto k = cluster_kernels<T, kMma>();
-  cluster_plan::allow_smem({k[0], k[1]}, limit);
+  for (const void* kernel : cluster_kernels<T, kMma>())
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
 }
+
+// Clusters of p's size that the device can hold at once (its answer: the blocks of a cluster
+// share a GPC, so it can be fewer than SMs / 8), the fewer of the two compilations' (their
+// registers differ).
 template <class T, bool kMma>
 int resident_clusters(const Plan& p) {
-  const auto k = cluster_kernels<T, kMma>();
-  return cluster_plan::resident_clusters({k[0], k[1]}, p.clusters, kStepThreads, p.smem);
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t config =
+      cluster_config(dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, nullptr, kClusterBlocks, attr);
+  int fewest = std::numeric_limits<int>::max();
+  for (const void* kernel : cluster_kernels<T, kMma>()) {
+    int n = 0;
+    // A device that cannot answer for this configuration (under MPS or MIG, say) holds none: the
+    // rollout then runs stepwise. The error is not sticky; it is cleared so no later check sees it.
+    if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return 0;
+    }
+    fewest = std::min(fewest, n);
+  }
+  return fewest;
 }
 
 // The clusters and the shared memory per block. By default one game a block (ceil(N / 8)

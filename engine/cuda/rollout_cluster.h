@@ -2,9 +2,9 @@
 // (the games' reset and the trunk of step 0): each cluster plays a share of the games, each of
 // its blocks holds a share of fc1.weight's rows in shared memory for the whole rollout, and the
 // blocks of a cluster exchange a1 and h1 through mailboxes twice a step
-// (engine/cuda/rollout_cluster.cu). The results are those of the
-// few-row product and rollout_step_cuda step by step, bit for bit (with the product on tensor
-// cores: in the emulator; a GPU's sums differ in the last places); TrainConfig::rollout_cluster
+// (engine/cuda/rollout_cluster.cu). The results are those of the few-row product and
+// rollout_step_cuda step by step, bit for bit (with the product on tensor cores: in the
+// emulator; a GPU's sums differ in the last places); TrainConfig::rollout_cluster
 // (--cluster-rollout, --cluster-rollout-mma) picks it where rollout_cluster_fits.
 #pragma once
 #include "core/phase_clock.h"

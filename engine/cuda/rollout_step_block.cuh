@@ -320,10 +320,10 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
 // of them in L1). Warps 1.. issue them while they would wait at the game's barrier anyway, so
 // that thread 0's game (and warp 0, whose lanes wait for it) starts at once. Only where a thread
 // has at most two groups (the small preset's one): a block's parameters are (D + 2) x 4 x H
-// bytes, 96 KB at the reference's H 2048, and its five blocks an SM prefetching theirs overflow
-// L1, and the trunks fetch them again (the H200's reference step was 2.7 us longer with them).
-// Only where p is s.p's, in global memory (the cluster kernel reads copies
-// on chip and compiles none of this: StepHooks::kPrefetchTrunk).
+// bytes, 96 KB at the reference's H 2048, and five blocks an SM prefetching theirs overflow L1:
+// the trunks then fetch them again, and thread 0's game waits behind the prefetches. Only where
+// p is s.p's, in global memory (the cluster kernel reads copies on chip and compiles none of
+// this: StepHooks::kPrefetchTrunk).
 template <bool kVec>
 __device__ inline void prefetch_trunk(const Ops::RolloutStep& s, const ParamViews& p) {
   const Columns<kVec> cols(unsigned(s.H));
