@@ -1,34 +1,38 @@
 // Mailboxes: blocks of a thread-block cluster store into each other's shared memory, and the
 // receiving block waits for the bytes themselves rather than for every block of the cluster. A
-// mailbox is an mbarrier in the receiver's dynamic shared memory. A phase completes once every
-// warp of the receiver has arrived (mailbox_sent: after its own sends of the phase, and after
-// its thread 0 armed the bytes the other blocks will send) and those bytes have landed (a send to
-// another block is an st.async, whose completion the mbarrier counts; a send to the block itself
-// is a plain store, which its warp's arrival releases: st.async may only write another block).
+// mailbox is an mbarrier in the receiver's dynamic shared memory. A phase completes once the
+// receiver's thread 0 has arrived (mailbox_sent: after a block barrier that every thread of the
+// block reaches after its own sends of the phase; the arrival also arms the bytes the other
+// blocks will send) and those bytes have landed (a send to another block is an st.async, whose
+// completion the mbarrier counts; a send to the block itself is a plain store, which the block
+// barrier orders before every later read in the block: st.async may only write another block).
+// A block barrier, not each warp's own __syncwarp and arrival: compute-sanitizer's racecheck
+// follows a block barrier, and not the order a warp barrier and its lane 0's release give the
+// other lanes' stores.
 //
 // Why: a cluster barrier is a release at cluster scope, which sm_90 compiles to MEMBAR.ALL.GPU:
 // every thread waits for all of its earlier stores, global ones too, before it may arrive, and
 // then for the slowest block. A mailbox's wait needs neither.
 //
 // The protocol the callers keep (each is what a cluster barrier would have given them):
-//   - mailbox_init by thread 0 before a cluster barrier that every block passes before any send,
-//     with the block's warps as the arrivals a phase takes;
+//   - mailbox_init by thread 0 before a cluster barrier that every block passes before any send;
 //   - the block is one-dimensional, and each phase every thread of the receiver calls
-//     mailbox_sent once, all 32 lanes of a warp together (thread 0 with the bytes the other
-//     blocks send it this phase), and then GRPO_MAILBOX_WAIT with the phase's parity (0, 1,
-//     0, ...), at one site a phase; a warp arrives for phase k + 1 only after all its lanes'
-//     waits of phase k, so no thread can fall two phases behind;
+//     mailbox_sent once, at one site (it holds a __syncthreads; thread 0 passes the bytes the
+//     other blocks send it this phase), and then GRPO_MAILBOX_WAIT with the phase's parity (0,
+//     1, 0, ...), at one site a phase; thread 0 arrives for phase k + 1 only after the block
+//     barrier that every thread reaches after its wait of phase k, so no thread can fall two
+//     phases behind;
 //   - bytes of phase k + 1 land only after the receiver's phase k completed (else they count
 //     toward phase k, which then never completes) and after the receiver is done with the memory
 //     they overwrite: a chain of data the sender waited for must order both;
 //   - a block exits only after a cluster barrier that follows the last send to it.
 //
 // The emulator (GRPO_SIMT) cannot park a thread on an mbarrier: there a send to another block is
-// a plain store into it, mailbox_sent is a split cluster barrier's arrive and each wait its
-// wait, so the emulator checks the data flow under the stronger order of a cluster barrier
-// (races, bounds, bits). What it checks of the mailboxes themselves is their bookkeeping, which
-// a GPU turns into a hang: at each release, that every phase armed had its warps' arrivals and
-// exactly the bytes armed; at a cluster's end, that no bytes went unawaited
+// a plain store into it, mailbox_sent is its block barrier and then a split cluster barrier's
+// arrive, and each wait that barrier's wait, so the emulator checks the data flow under the
+// stronger order of a cluster barrier (races, bounds, bits). What it checks of the mailboxes
+// themselves is their bookkeeping, which a GPU turns into a hang: at each release, that every
+// phase armed had exactly the bytes armed, once; at a cluster's end, that no bytes went unawaited
 // (simt/scheduler_cluster.cpp).
 //
 // A GPU's wait traps after kMailboxTimeoutNs: the context then holds a sticky error (unspecified
@@ -103,11 +107,10 @@ __device__ __forceinline__ void wait(Mailbox* box, uint32_t parity, bool spin) {
 }  // namespace mailbox_detail
 
 // Thread 0 of the block, once, before a cluster barrier that precedes any send to it: n
-// mailboxes, each phase of each taking `arrivals` arrivals (the block's warps).
-__device__ __forceinline__ void mailbox_init(Mailbox* boxes, unsigned n, unsigned arrivals) {
+// mailboxes, each phase of each taking one arrival (thread 0's, in mailbox_sent).
+__device__ __forceinline__ void mailbox_init(Mailbox* boxes, unsigned n) {
   for (unsigned i = 0; i < n; ++i)
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mailbox_detail::smem_addr(boxes + i)), "r"(arrivals)
-                 : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mailbox_detail::smem_addr(boxes + i)) : "memory");
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
@@ -132,8 +135,8 @@ __device__ __forceinline__ void st_async(uint32_t to, float4 v, uint32_t bar) {
 }  // namespace mailbox_detail
 
 // v into what `local` (this block's dynamic shared memory) is in block `rank`, counted by that
-// block's mailbox at what `box` is here, or, in this block, stored (the warp's arrival releases
-// it). V: float, uint2 or float4, aligned to its size.
+// block's mailbox at what `box` is here, or, in this block, stored (mailbox_sent's block barrier
+// orders it). V: float, uint2 or float4, aligned to its size.
 template <class V>
 __device__ __forceinline__ void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
   using namespace mailbox_detail;
@@ -143,23 +146,21 @@ __device__ __forceinline__ void mailbox_send(V* local, unsigned rank, Mailbox* b
   }
   st_async(remote(smem_addr(local), rank), v, remote(smem_addr(box), rank));
 }
-// Every thread of the block, once a phase, after its sends of the phase and before its wait:
-// each warp arrives, releasing its stores into its own block; thread 0's arrival also arms the
-// bytes the other blocks send this block in the phase (one operation: the phase cannot complete
-// without them).
+// Every thread of the block, once a phase, after its sends of the phase and before its wait: the
+// block barrier orders every thread's stores into its own block before the block's reads after
+// the wait; then thread 0 arrives, arming the bytes the other blocks send this block in the phase
+// (one operation: the phase cannot complete without them).
 __device__ __forceinline__ void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
   const uint32_t bar = mailbox_detail::smem_addr(box);
-  __syncwarp();
+  __syncthreads();
   if (threadIdx.x == 0)
     asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(remote_bytes)
                  : "memory");
-  else if (threadIdx.x % 32 == 0)
-    asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
 }
 #define GRPO_MAILBOX_WAIT(box, parity) ::grpo::mailbox_detail::wait((box), (parity), false)
 #define GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin) ::grpo::mailbox_detail::wait((box), (parity), (spin))
 #else  // an older architecture in the build's list: no clusters; the host never launches one there
-__device__ __forceinline__ void mailbox_init(Mailbox*, unsigned, unsigned) { __trap(); }
+__device__ __forceinline__ void mailbox_init(Mailbox*, unsigned) { __trap(); }
 template <class V>
 __device__ __forceinline__ void mailbox_send(V*, unsigned, Mailbox*, V) {
   __trap();
@@ -169,8 +170,8 @@ __device__ __forceinline__ void mailbox_sent(Mailbox*, uint32_t) { __trap(); }
 #define GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin) __trap()
 #endif
 #elif defined(GRPO_SIMT)
-inline void mailbox_init(Mailbox* boxes, unsigned n, unsigned arrivals) {
-  for (unsigned i = 0; i < n; ++i) ::simt::detail::mailbox_init(boxes + i, arrivals);
+inline void mailbox_init(Mailbox* boxes, unsigned n) {
+  for (unsigned i = 0; i < n; ++i) ::simt::detail::mailbox_init(boxes + i);
 }
 template <class V>
 void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
@@ -182,7 +183,7 @@ void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
   ::simt::detail::mailbox_received(cluster_map_shared(box, rank), sizeof(V));
 }
 inline void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
-  __syncwarp();  // every lane of the warp, together (the emulator's collective checks)
+  __syncthreads();  // every thread of the block, at one site (the emulator's barrier checks)
   ::simt::detail::mailbox_arrive(box, remote_bytes);
   GRPO_CLUSTER_ARRIVE();
 }

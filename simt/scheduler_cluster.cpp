@@ -76,7 +76,6 @@ namespace {
 // release completes every armed phase.
 struct MailboxState {
   size_t block = 0;
-  unsigned arrivals = 0, arrived = 0;  // a phase's, as initialised; this phase's so far
   unsigned completed = 0;
   bool armed = false;
   uint64_t expected = 0, received = 0;
@@ -101,13 +100,10 @@ std::string mailbox_name(const MailboxState& m) {
 void complete_mailboxes() {
   for (auto& [box, m] : g_mailboxes) {
     if (!m.armed) continue;
-    if (m.arrived != m.arrivals)
-      fatal(mailbox_name(m) + ": " + std::to_string(m.arrived) + " warps arrived of the " + std::to_string(m.arrivals) +
-            " its phases take: on a GPU the wait would never end, or end early");
     if (m.received != m.expected)
       fatal(mailbox_name(m) + ": " + std::to_string(m.expected) + " bytes armed, " + std::to_string(m.received) +
             " sent by the other blocks before the wait's release: on a GPU the wait would never end, or end early");
-    ++m.completed, m.armed = false, m.arrived = 0, m.expected = m.received = 0, m.site.clear();
+    ++m.completed, m.armed = false, m.expected = m.received = 0, m.site.clear();
   }
 }
 }  // namespace
@@ -116,18 +112,17 @@ void mailboxes_begin() { g_mailboxes.clear(); }
 
 void mailboxes_end() {
   for (const auto& [box, m] : g_mailboxes)
-    if (m.armed || m.arrived != 0 || m.received != 0)
+    if (m.armed || m.received != 0)
       fatal(mailbox_name(m) + ": " + std::to_string(m.received) + " bytes sent" +
             (m.armed ? ", " + std::to_string(m.expected) + " armed," : std::string()) +
             " that no wait took before the cluster ended");
   g_mailboxes.clear();
 }
 
-void mailbox_init(const void* box, unsigned arrivals) {
+void mailbox_init(const void* box) {
   if (!g_launch || !g_cur || !g_cur->current) fatal("mailbox_init outside a kernel");
   MailboxState m;
   m.block = size_t(g_cur - g_blocks.data());
-  m.arrivals = arrivals;
   g_mailboxes[box] = m;
 }
 
@@ -135,10 +130,8 @@ void mailbox_received(const void* box, size_t bytes) { mailbox_at(box, "mailbox_
 
 void mailbox_arrive(const void* box, uint32_t bytes) {
   Thread& t = *g_cur->current;
-  if (t.lane != 0) return;
-  MailboxState& m = mailbox_at(box, "mailbox_sent");
-  ++m.arrived;
   if (t.linear != 0) return;
+  MailboxState& m = mailbox_at(box, "mailbox_sent");
   if (m.armed) fatal("the mailbox of " + where(t) + " armed twice in one phase, the first by " + m.site);
   if (bytes >= (1u << 20))
     fatal("the mailbox of " + where(t) + " armed " + std::to_string(bytes) +

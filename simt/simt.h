@@ -104,13 +104,12 @@ unsigned cluster_size();  // the running launch's blocks per cluster
 void* map_shared_rank(const void* p, unsigned rank);
 // Mailboxes (core/cluster_mailbox.cuh), kept as the cluster barrier orders them: the emulator
 // records, per mailbox (its address in its block's dynamic arena), the bytes other blocks sent
-// it, its warps' arrivals (mailbox_arrive, from mailbox_sent: lane 0 of each warp counts) and
-// the bytes its thread 0 armed for the phase. mailbox_wait is a cluster_wait at file:line; the
-// release checks each armed phase (every warp arrived, the bytes sent are the bytes armed) and
-// completes it, and the wait checks that the phase it names has completed. A wrong count, a
-// phase armed twice or never, a send to a mailbox never initialised, or bytes no wait took by
-// the cluster's end abort.
-void mailbox_init(const void* box, unsigned arrivals);
+// it and the bytes its thread 0 armed for the phase (mailbox_arrive, from mailbox_sent: thread 0
+// alone counts, as on a GPU). mailbox_wait is a cluster_wait at file:line; the release checks
+// each armed phase (the bytes sent are the bytes armed) and completes it, and the wait checks
+// that the phase it names has completed. A wrong count, a phase armed twice or never, a send to
+// a mailbox never initialised, or bytes no wait took by the cluster's end abort.
+void mailbox_init(const void* box);
 void mailbox_received(const void* box, size_t bytes);
 void mailbox_arrive(const void* box, uint32_t bytes);
 void mailbox_wait(const void* box, unsigned parity, const char* file, int line);

@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
   GameState* states = reinterpret_cast<GameState*>(smem + at.games);   // [games]: their states
   Mailbox* const a1_box = reinterpret_cast<Mailbox*>(smem + at.mail);  // a1's mailbox, then xs's
   Mailbox* const xs_box = a1_box + 1;
-  if (threadIdx.x == 0) mailbox_init(a1_box, 2, kStepWarps);
+  if (threadIdx.x == 0) mailbox_init(a1_box, 2);
   // Launched overlapped: the weights were written kernels before the one before this (the epoch's
   // casts, or an update), so they are staged while that kernel still runs; what it writes (step
   // 0's h1 rows) and what the kernels just before it wrote (the games' states) come after the
@@ -168,9 +168,11 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
   //     block is b itself, b's head barrier orders its own next h1 row after the read; the copy
   //     out reads only b's own game's row, before that game's barrier, after which b itself
   //     writes it;
-  //   - within a block, the wait is no barrier: what a thread reads of sh and of the states
-  //     after it was written at the step before has the head's or the game's __syncthreads
-  //     between, and a warp arrives for a phase only after its wait of the phase before.
+  //   - within a block, mailbox_sent's barrier orders each thread's sends to its own block
+  //     before the block's reads after the wait, and thread 0 arrives for a phase only after
+  //     every thread's wait of the phase before; the wait itself orders nothing in the block:
+  //     what a thread reads of sh and of the states after it was written at the step before
+  //     has the head's or the game's __syncthreads between.
   const uint32_t a1_remote = a1_bytes(rows, rank, H, cols), xs_remote = h1_bytes<T>(rows, rank, H);
   uint32_t a1_parity = 0, xs_parity = 0;
   for (uint32_t t = 0; t < steps; ++t, a1_parity ^= 1u) {

@@ -18,7 +18,7 @@ __global__ void pass_right(float* out) {
   float* inbox = smem;                                                        // [round][kThreads]
   auto* boxes = reinterpret_cast<grpo::Mailbox*>(smem + kRounds * kThreads);  // [round]
   const unsigned rank = grpo::cluster_block_rank();
-  if (threadIdx.x == 0) grpo::mailbox_init(boxes, kRounds, kThreads / 32);
+  if (threadIdx.x == 0) grpo::mailbox_init(boxes, kRounds);
   __syncthreads();
   GRPO_CLUSTER_SYNC();
   float v = float(rank * kThreads + threadIdx.x);

@@ -16,7 +16,7 @@ __global__ void pass_right(float* out) {
   float* inbox = smem;                                                        // [kThreads], both rounds'
   auto* boxes = reinterpret_cast<grpo::Mailbox*>(smem + kRounds * kThreads);  // [round]
   const unsigned rank = grpo::cluster_block_rank();
-  if (threadIdx.x == 0) grpo::mailbox_init(boxes, kRounds, kThreads / 32);
+  if (threadIdx.x == 0) grpo::mailbox_init(boxes, kRounds);
   __syncthreads();
   GRPO_CLUSTER_SYNC();
   float v = float(rank * kThreads + threadIdx.x);

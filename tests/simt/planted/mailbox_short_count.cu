@@ -14,7 +14,7 @@ __global__ void pass_right(float* out) {
   float* inbox = smem;  // [kThreads]
   auto* box = reinterpret_cast<grpo::Mailbox*>(smem + kThreads);
   const unsigned rank = grpo::cluster_block_rank();
-  if (threadIdx.x == 0) grpo::mailbox_init(box, 1, kThreads / 32);
+  if (threadIdx.x == 0) grpo::mailbox_init(box, 1);
   __syncthreads();
   GRPO_CLUSTER_SYNC();
   grpo::mailbox_send(inbox + threadIdx.x, (rank + 1) % kBlocks, box, float(rank * kThreads + threadIdx.x));

@@ -1,7 +1,9 @@
-// A planted bug: mailbox_ok.cu with its mailboxes initialised for one warp more than the block
-// has. On a GPU no phase would complete (one arrival short, whatever the bytes): the emulator
-// counts the warps that arrived at each release.
-// expect: warps arrived of the
+// A planted bug: mailbox_ok.cu with mailbox_sent called by thread 0 alone, the one thread that
+// arrives. On a GPU its block barrier would wait for threads that never come to it, and without
+// that barrier the other threads' stores into their own block would not be ordered before the
+// block's reads: the emulator reports the first thread that waits at the mailbox without having
+// passed mailbox_sent (its cluster barrier's arrive).
+// expect: without having arrived
 #include <vector>
 
 #include "core/cluster.cuh"
@@ -15,13 +17,13 @@ __global__ void pass_right(float* out) {
   float* inbox = smem;                                                        // [round][kThreads]
   auto* boxes = reinterpret_cast<grpo::Mailbox*>(smem + kRounds * kThreads);  // [round]
   const unsigned rank = grpo::cluster_block_rank();
-  if (threadIdx.x == 0) grpo::mailbox_init(boxes, kRounds, kThreads / 32 + 1);
+  if (threadIdx.x == 0) grpo::mailbox_init(boxes, kRounds);
   __syncthreads();
   GRPO_CLUSTER_SYNC();
   float v = float(rank * kThreads + threadIdx.x);
   for (unsigned round = 0; round < kRounds; ++round) {
     grpo::mailbox_send(inbox + round * kThreads + threadIdx.x, (rank + 1) % kBlocks, boxes + round, v);
-    grpo::mailbox_sent(boxes + round, kThreads * uint32_t(sizeof(float)));
+    if (threadIdx.x == 0) grpo::mailbox_sent(boxes + round, kThreads * uint32_t(sizeof(float)));
     GRPO_MAILBOX_WAIT(boxes + round, 0u);
     v = inbox[round * kThreads + threadIdx.x];
   }
