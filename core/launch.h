@@ -64,6 +64,38 @@ inline void launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t s
 #endif
 }
 
+// The least shared-memory carveout (cudaFuncAttributePreferredSharedMemoryCarveout: a percentage
+// of an SM's shared memory, per_sm bytes) that holds `blocks` blocks of block_smem bytes each
+// (static and dynamic) plus the `reserved` bytes the device keeps per block; 100 at most.
+inline int l1_carveout_percent(size_t block_smem, size_t reserved, unsigned blocks, size_t per_sm) {
+  if (per_sm == 0) return 100;
+  const size_t need = size_t(blocks) * (block_smem + reserved);
+  return need >= per_sm ? 100 : int((need * 100 + per_sm - 1) / per_sm);
+}
+
+// Asks the device to keep no more shared memory on an SM than blocks_per_sm blocks of `kernel`
+// (its static shared memory, no dynamic) take, so that the rest of the SM's unified L1 and shared
+// memory caches global loads: where every block of a launch reads the same parameters, those stay
+// in L1 only if it is large enough. By default the device may take more than the blocks need (a
+// configuration for more blocks than the registers allow). A hint, set once per kernel and device:
+// the device rounds it up to a configuration it has.
+inline void prefer_l1(const void* kernel, unsigned blocks_per_sm) {
+  static std::mutex m;
+  static std::map<std::pair<const void*, int>, bool> done;
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  const std::lock_guard<std::mutex> lock(m);
+  if (done[std::make_pair(kernel, dev)]) return;
+  cudaFuncAttributes f{};
+  CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));
+  int per_sm = 0, reserved = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, dev));
+  const int percent = l1_carveout_percent(f.sharedSizeBytes, size_t(reserved), blocks_per_sm, size_t(per_sm));
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, percent));
+  done[std::make_pair(kernel, dev)] = true;
+}
+
 #if defined(__CUDACC__)
 namespace launch_detail {
 // Whether `kernel` on this device was compiled where wait_for_previous_kernel() waits: PTX for

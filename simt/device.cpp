@@ -16,6 +16,7 @@ namespace simt::detail {
 namespace {
 
 std::map<const void*, int> g_func_smem_limit;  // cudaFuncAttributeMaxDynamicSharedMemorySize
+std::map<const void*, int> g_func_carveout;    // cudaFuncAttributePreferredSharedMemoryCarveout
 
 }  // namespace
 
@@ -103,6 +104,9 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int device) {
     case cudaDevAttrMaxSharedMemoryPerMultiprocessor:
       *v = 228 << 10;
       break;
+    case cudaDevAttrReservedSharedMemoryPerBlock:
+      *v = 1 << 10;
+      break;
     case cudaDevAttrMaxRegistersPerBlock:
     case cudaDevAttrMaxRegistersPerMultiprocessor:
       *v = 65536;
@@ -173,12 +177,18 @@ cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int v
     g_func_smem_limit[func] = value;
     return cudaSuccess;
   }
-  if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) return cudaSuccess;
+  // A hint the emulator keeps only to report it (cudaFuncGetAttributes): it has no L1. -1: the
+  // device's default; else a percentage.
+  if (attr == cudaFuncAttributePreferredSharedMemoryCarveout) {
+    if (value < -1 || value > 100) return set_error(cudaErrorInvalidValue);
+    g_func_carveout[func] = value;
+    return cudaSuccess;
+  }
   return set_error(cudaErrorInvalidValue);
 }
 
-// What the emulator knows of a kernel: its dynamic shared-memory limit, and the device's block
-// limits. Its static __shared__ variables are not attributed to kernels (static_shared.cpp finds
+// What the emulator knows of a kernel: its dynamic shared-memory limit, the carveout asked for,
+// and the device's block limits. Its static __shared__ variables are not attributed to kernels (static_shared.cpp finds
 // the executable's, all together), so sharedSizeBytes reads 0; callers take their own count as
 // the least (rollout_cluster.cu).
 cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
@@ -187,6 +197,8 @@ cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, const void* func) {
   *attr = cudaFuncAttributes{};
   attr->maxThreadsPerBlock = 1024;
   attr->maxDynamicSharedSizeBytes = int(dynamic_smem_limit(func));
+  const auto carveout = g_func_carveout.find(func);
+  attr->preferredShmemCarveout = carveout == g_func_carveout.end() ? -1 : carveout->second;
   attr->ptxVersion = attr->binaryVersion = 90;
   return cudaSuccess;
 }

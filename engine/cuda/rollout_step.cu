@@ -35,10 +35,16 @@ struct AfterProduct : StepHooks {
 };
 static_assert(kStepWarps == 4, "rollout_step.h's clocks check counts four warps");
 
+// Blocks an SM, as the registers allow (__launch_bounds__). Every block of a step reads the same
+// parameters (W_in transposed, LayerNorm's gamma and beta, fc1.bias, fc_out's rows: 128 KB at
+// hidden 2048), which stay in L1 only where the SM keeps no more shared memory than these blocks
+// use (prefer_l1).
+constexpr unsigned kStepBlocksPerSm = 5;
+
 // loop.counters == nullptr: step s.t, at s's pointers. Otherwise step counters[0], at rows
 // t * N.. of s's step-0 pointers (rollout_step.h).
 template <bool kVec>
-__global__ void __launch_bounds__(kStepThreads, 5)
+__global__ void __launch_bounds__(kStepThreads, kStepBlocksPerSm)
     rollout_step_kernel(GameConfig cfg, Ops::RolloutStep s, RolloutLoop loop, int first_game, PhaseClocks clocks) {
   __shared__ StepScratch<4> sh;
   // Every thread reads the step before the block's first barrier, so by the time thread 0
@@ -68,7 +74,7 @@ __global__ void __launch_bounds__(kStepThreads, 5)
 // Step 0's start for game blockIdx.x (rollout_start_cuda): thread 0 resets the game, whose
 // observation the trunk then reads from shared memory; the trunk as every step's.
 template <bool kVec>
-__global__ void __launch_bounds__(kStepThreads, 5)
+__global__ void __launch_bounds__(kStepThreads, kStepBlocksPerSm)
     rollout_start_kernel(GameConfig cfg, Ops::RolloutStep s, int replicas) {
   __shared__ StepScratch<4> sh;
   follow_previous_kernel();
@@ -108,6 +114,7 @@ void launch_step(const GameConfig& game, const Ops::RolloutStep& s, const Rollou
                                 std::to_string(s.N) + " games");
   if (count == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_step_kernel<true> : rollout_step_kernel<false>;
+  prefer_l1(reinterpret_cast<const void*>(kernel), kStepBlocksPerSm);
   launch_overlapped(kernel, dim3(unsigned(count)), dim3(kStepThreads), 0, stream, game, s, loop, games.first, clocks);
 }
 }  // namespace
@@ -123,6 +130,7 @@ void rollout_start_cuda(const GameConfig& game, const Ops::RolloutStep& s, int r
   check_games_args(game, s.games, replicas < 1 ? -1 : replicas);  // groups() x replicas games, as games_reset_cuda
   if (s.N == 0) return;
   const auto kernel = rollout_step_vec(s) ? rollout_start_kernel<true> : rollout_start_kernel<false>;
+  prefer_l1(reinterpret_cast<const void*>(kernel), kStepBlocksPerSm);
   launch_overlapped(kernel, dim3(unsigned(s.N)), dim3(kStepThreads), 0, stream, game, s, replicas);
 }
 
