@@ -65,6 +65,37 @@ struct GamesView {
     s.caught = caught[g];
     return s;
   }
+  // Where word w of load<S>(g) is (GameState as 32-bit words, kGameStateWords of them): null for
+  // a fruit slot past S's, which load<S> reads as 0. A lane a word, where a warp's lanes copy one
+  // state together.
+  template <class S = AnySlots>
+  GRPO_HD const uint32_t* word_address(int g, unsigned w) const {
+    constexpr unsigned kFruitX = offsetof(GameState, fruit_x) / 4, kFruitY = offsetof(GameState, fruit_y) / 4;
+    constexpr unsigned kScore = offsetof(GameState, score) / 4;
+    const auto word = [](const int32_t* p) { return reinterpret_cast<const uint32_t*>(p); };
+    const auto slot = [&](const int32_t* slots, unsigned i) {
+      return int(i) < S::fruits(max_fruits) ? word(slots + static_cast<size_t>(i) * n + g) : nullptr;
+    };
+    if (w == offsetof(GameState, sprite_x) / 4) return word(sprite_x + g);
+    if (w == offsetof(GameState, active) / 4) return active + g;
+    if (w >= kFruitX && w < kFruitX + kMaxFruitSlots) return slot(fruit_x, w - kFruitX);
+    if (w >= kFruitY && w < kFruitY + kMaxFruitSlots) return slot(fruit_y, w - kFruitY);
+    switch (w - kScore) {  // a switch, not an array a thread would index in local memory
+      case 0:
+        return word(score + g);
+      case 1:
+        return word(steps + g);
+      case 2:
+        return word(bottomed + g);
+      default:
+        return word(caught + g);
+    }
+  }
+  template <class S = AnySlots>
+  GRPO_HD uint32_t load_word(int g, unsigned w) const {
+    const uint32_t* p = word_address<S>(g, w);
+    return p ? *p : 0u;
+  }
   template <class S = AnySlots>
   GRPO_HD void store(int g, const GameState& s) const {
     sprite_x[g] = s.sprite_x;
@@ -81,6 +112,14 @@ struct GamesView {
     caught[g] = s.caught;
   }
 };
+
+constexpr unsigned kGameStateWords = sizeof(GameState) / sizeof(uint32_t);
+static_assert(sizeof(GameState) % sizeof(uint32_t) == 0 && offsetof(GameState, sprite_x) == 0 &&
+                  offsetof(GameState, active) == 4 && offsetof(GameState, fruit_x) == 8 &&
+                  offsetof(GameState, fruit_y) == offsetof(GameState, fruit_x) + 4 * kMaxFruitSlots &&
+                  offsetof(GameState, score) == offsetof(GameState, fruit_y) + 4 * kMaxFruitSlots &&
+                  offsetof(GameState, caught) == offsetof(GameState, score) + 12 && kGameStateWords == 22,
+              "GamesView::word_address's words: GameState's fields in order, 32 bits each");
 
 // Bytes of the state block for n games (a multiple of 256).
 size_t games_state_bytes(const GameConfig& cfg, int n_games);
@@ -187,16 +226,16 @@ GRPO_HD void with_fruit_slots(const GameConfig& cfg, const F& f) {
     f(AnySlots{});
 }
 
-// Game g: one step with actions[g], reward[g], and (when obs_next is not null) its observation
+// Game g: one step with `action`, reward[g], and (when obs_next is not null) its observation
 // row; obs_copy, when not null, gets the observation too (the fused rollout step's shared
 // memory, which the next step's fc_in reads). The body of both the step kernel and the host loop,
 // compiled for S (Slots). games: where the states are, a GamesView or anything with its
 // load<S>(g) and store<S>(g, st) (the cluster rollout keeps its games' states on chip).
 template <class S, class Games, class Draws>
-GRPO_HD void step_one_game_slots(const GameConfig& cfg, const Games& games, int g, const int32_t* actions,
-                                 const Draws& draws, uint32_t t, float* reward_out, float* obs_next, float* obs_copy) {
+GRPO_HD void step_one_game_slots(const GameConfig& cfg, const Games& games, int g, int32_t action, const Draws& draws,
+                                 uint32_t t, float* reward_out, float* obs_next, float* obs_copy) {
   GameState st = games.template load<S>(g);
-  advance_game<S>(cfg, st, g, actions[g], draws, t, reward_out, obs_next, obs_copy);
+  advance_game<S>(cfg, st, g, action, draws, t, reward_out, obs_next, obs_copy);
   games.template store<S>(g, st);
 }
 // The same for any slot count, the default three compiled apart (with_fruit_slots).
@@ -204,7 +243,16 @@ template <class Games, class Draws>
 GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, const int32_t* actions, const Draws& draws,
                            uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
   with_fruit_slots(cfg, [&](auto slots) {
-    step_one_game_slots<decltype(slots)>(cfg, games, g, actions, draws, t, reward_out, obs_next, obs_copy);
+    step_one_game_slots<decltype(slots)>(cfg, games, g, actions[g], draws, t, reward_out, obs_next, obs_copy);
+  });
+}
+// The same with game g's action given: a caller that holds it (the fused rollout step's thread
+// 0, which has just sampled it) need not read it back from memory.
+template <class Games, class Draws>
+GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, int32_t action, const Draws& draws,
+                           uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
+  with_fruit_slots(cfg, [&](auto slots) {
+    step_one_game_slots<decltype(slots)>(cfg, games, g, action, draws, t, reward_out, obs_next, obs_copy);
   });
 }
 

@@ -22,7 +22,7 @@ void step_games(const GameConfig& cfg, const GamesView& view, int g0, int g1, bo
     using S = decltype(slots);
 #pragma omp parallel for schedule(static) if (parallel)
     for (int g = g0; g < g1; ++g)
-      step_one_game_slots<S>(cfg, view, g, actions, draws, t, reward_out, obs_next, nullptr);
+      step_one_game_slots<S>(cfg, view, g, actions[g], draws, t, reward_out, obs_next, nullptr);
   });
 }
 }  // namespace

@@ -76,6 +76,7 @@ struct ClusterHooks : StepHooks {
   static constexpr bool kH1Global = false;
   static constexpr bool kPrefetchTrunk = false;  // the parameters are on chip (OnChipParams)
   static constexpr bool kGameAhead = true;       // warps 1..3 would wait at ready() anyway
+  static constexpr bool kStageGame = false;      // the states are on chip (GamesOnChip)
   T* xs;
   unsigned stride, row, H;
   GamesOnChip on_chip;

@@ -60,10 +60,15 @@ struct StepScratch : StepShared {
 //                    would otherwise wait at ready() with nothing to do (the cluster kernel's
 //                    first game of a step), not where other blocks' work fills the SM (the
 //                    stepwise kernel at the reference: three games' issue for one).
+//   kStageGame       whether warp 0's lanes copy the game's state from games(s) (its
+//                    word_address) into shared memory before the head, where thread 0's game
+//                    reads it (stage_state_word, StagedGame): false where the states are on
+//                    chip already (the cluster kernel's).
 struct StepHooks {
   static constexpr bool kH1Global = true;
   static constexpr bool kPrefetchTrunk = true;
   static constexpr bool kGameAhead = false;
+  static constexpr bool kStageGame = true;
   __device__ __forceinline__ bool ahead() const { return false; }
   __device__ __forceinline__ void ready() const {}
   __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
@@ -370,7 +375,10 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
     if (ahead && threadIdx.x % 32 == 0 && a < unsigned(kActions))
       play_ahead(cfg, s, hooks.games(s), epoch, t, g, last, int32_t(a), sh.ahead[a]);
   }
+  if constexpr (Hooks::kStageGame)
+    if (threadIdx.x < kGameStateWords) stage_state_word(cfg, hooks.games(s), g, threadIdx.x, sh);
   with_kept_groups<kKeep>(H, [&](auto kept) { step_head<kVec, kept.value>(s, p, epoch, t, g, a1, sh, hooks); });
+  if constexpr (Hooks::kStageGame) async_copy_wait();  // before the barrier after which thread 0 reads them
   __syncthreads();
   hooks.mark_head();
   if (ahead) {  // never without kGameAhead: the constexpr keeps store_by_lanes out of other hooks' games
@@ -378,7 +386,12 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
       if (threadIdx.x < 32) take_played_ahead(s, hooks.games(s), b_out, drawn, shift, g, last, sh);
     }
   } else if (threadIdx.x == 0) {
-    step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
+    if constexpr (Hooks::kStageGame) {
+      const StagedGame<std::decay_t<decltype(hooks.games(s))>> staged_game{sh.state_words, hooks.games(s)};
+      step_game(cfg, s, staged_game, b_out, drawn, epoch, t, shift, g, last, sh);
+    } else {
+      step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
+    }
   }
   if (threadIdx.x >= 32) hooks.while_playing();
   if constexpr (Hooks::kPrefetchTrunk)

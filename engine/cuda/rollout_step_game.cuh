@@ -4,7 +4,9 @@
 // sampled outcome warp 0 takes. Device code only, for .cu files.
 #pragma once
 #include <cstdint>
+#include <cstring>
 
+#include "core/async_copy.cuh"
 #include "engine/ops.h"
 #include "env/games.h"
 #include "kernels/policy_head.h"
@@ -28,7 +30,43 @@ struct StepShared {
   float head_sums[kActions][kStepWarps];
   float welford[3 * kStepWarps];
   float obs[kMaxObs];
-  GameAhead ahead[kActions];  // kGameAhead: action a's on lane 0 of warp a + 1
+  GameAhead ahead[kActions];              // kGameAhead: action a's on lane 0 of warp a + 1
+  uint32_t state_words[kGameStateWords];  // kStageGame: the game's state, a word a lane of warp 0
+};
+
+// Lane w of warp 0, before the head (StepHooks::kStageGame): word w of game g's state copied into
+// sh.state_words without waiting for it (async_copy4: no register held through the head, which
+// has none to spare at the reference); the lane waits for it after the head, before the head's
+// barrier, so that thread 0's game reads its state from shared memory and the state's round trip
+// to L2 runs under the head's. Read before hooks.ready(): the states were written by the kernel
+// before the product, which a kernel may read before its wait (core/grid_dependency.cuh).
+template <class Games>
+__device__ inline void stage_state_word(const GameConfig& cfg, const Games& games, unsigned g, unsigned w,
+                                        StepShared& sh) {
+  with_fruit_slots(cfg, [&](auto slots) {
+    const uint32_t* word = games.template word_address<decltype(slots)>(int(g), w);
+    if (word)
+      async_copy4(&sh.state_words[w], word);
+    else
+      sh.state_words[w] = 0u;
+  });
+}
+
+// Game g's state as staged in sh.state_words, stored to where it lives (step_one_game's Games).
+template <class Games>
+struct StagedGame {
+  const uint32_t* words;
+  const Games& games;
+  template <class S>
+  __device__ GameState load(int) const {
+    GameState st;
+    memcpy(&st, words, sizeof st);
+    return st;
+  }
+  template <class S>
+  __device__ void store(int g, const GameState& st) const {
+    games.template store<S>(g, st);
+  }
 };
 
 // The random numbers thread 0's game step takes, drawn before hooks.ready() (they need no a1):
@@ -75,17 +113,17 @@ __device__ inline int32_t step_policy(const Ops::RolloutStep& s, const float (&b
   return action;
 }
 
-// Thread 0, after the head's barrier: the policy, then the game's step (its observation also
-// into sh.obs, for the trunk: not read back from global memory). games: where the game's state is
-// (StepHooks::games).
+// Thread 0, after the head's barrier: the policy, then the game's step with the action sampled
+// (not read back from global memory), its observation also into sh.obs, for the trunk. games:
+// where the game's state is (StepHooks::games, or its StagedGame).
 template <class Games>
 __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
                                  const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
                                  size_t shift, unsigned g, bool last, StepShared& sh) {
-  (void)step_policy(s, b_out, drawn, shift, g, sh);
+  const int32_t action = step_policy(s, b_out, drawn, shift, g, sh);
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
   const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
-  step_one_game(cfg, games, g, s.actions + shift, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+  step_one_game(cfg, games, int(g), action, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
 }
 
 // Warp 0, after the head's barrier, where the game's step was played ahead for each action

@@ -75,6 +75,42 @@ TEST(GamesLayout, StoreThenLoadRoundTrips) {
   }
 }
 
+// load_word(g, w) is word w of load(g): the fused rollout step's lanes load a state a word each.
+// Random states over poisoned memory, the slots past max_fruits never stored (load reads them as
+// 0), for every slot count; Slots<3> where max_fruits is 3.
+TEST(GamesLayout, LoadWordIsLoadAWordAtATime) {
+  const uint64_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937_64 gen(seed);
+  for (int fruits = 1; fruits <= kMaxFruitSlots; ++fruits) {
+    const GameConfig c = config(20, 15, 3, fruits, 1, 5);
+    const int n = 1 + int(gen() % 40);
+    HostGames h(c, n);
+    for (int g = 0; g < n; ++g) {
+      GameState s;
+      auto* words = reinterpret_cast<uint32_t*>(&s);
+      for (unsigned w = 0; w < kGameStateWords; ++w) words[w] = uint32_t(gen());
+      h.view.store(g, s);
+    }
+    const auto words_of = [](const GameState& s, unsigned w) {
+      uint32_t v;
+      std::memcpy(&v, reinterpret_cast<const unsigned char*>(&s) + 4 * w, 4);
+      return v;
+    };
+    for (int g = 0; g < n; ++g) {
+      const GameState any = h.view.load<AnySlots>(g);
+      for (unsigned w = 0; w < kGameStateWords; ++w) {
+        ASSERT_EQ(h.view.load_word<AnySlots>(g, w), words_of(any, w))
+            << fruits << " fruits, game " << g << ", word " << w;
+        if (fruits == 3) {
+          ASSERT_EQ(h.view.load_word<Slots<3>>(g, w), words_of(h.view.load<Slots<3>>(g), w))
+              << "game " << g << ", word " << w;
+        }
+      }
+    }
+  }
+}
+
 TEST(GamesReset, ReplicasShareTheirGroupsDrawnStart) {
   const GameConfig c = config(23, 15, 3, 4, 1, 5);
   const int R = 5, n = c.groups() * R;
@@ -225,14 +261,14 @@ void three_slots_match_any(const GameConfig& c, int R, int T, uint64_t seed, boo
       float* ct = &copy_three[size_t(g) * D];
       float* ca = &copy_any[size_t(g) * D];
       if (philox) {
-        step_one_game_slots<Slots<3>>(c, three.view, g, actions.data(), from_philox, uint32_t(t), r_three.data(),
+        step_one_game_slots<Slots<3>>(c, three.view, g, actions[size_t(g)], from_philox, uint32_t(t), r_three.data(),
                                       o_three.data(), ct);
-        step_one_game_slots<AnySlots>(c, any.view, g, actions.data(), from_philox, uint32_t(t), r_any.data(),
+        step_one_game_slots<AnySlots>(c, any.view, g, actions[size_t(g)], from_philox, uint32_t(t), r_any.data(),
                                       o_any.data(), ca);
       } else {
-        step_one_game_slots<Slots<3>>(c, three.view, g, actions.data(), from_arrays, uint32_t(t), r_three.data(),
+        step_one_game_slots<Slots<3>>(c, three.view, g, actions[size_t(g)], from_arrays, uint32_t(t), r_three.data(),
                                       o_three.data(), ct);
-        step_one_game_slots<AnySlots>(c, any.view, g, actions.data(), from_arrays, uint32_t(t), r_any.data(),
+        step_one_game_slots<AnySlots>(c, any.view, g, actions[size_t(g)], from_arrays, uint32_t(t), r_any.data(),
                                       o_any.data(), ca);
       }
     }
