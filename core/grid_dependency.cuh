@@ -3,7 +3,9 @@
 // stream still runs, and must call wait_for_previous_kernel() before it reads anything that
 // kernel writes, or writes anything it reads. release_next_kernel() lets the kernel after it
 // start the same way; called only after the kernel's own wait, it keeps the rule simple: before
-// its wait a kernel may read whatever the kernels before the previous one wrote. In a kernel
+// its wait a kernel may read whatever the kernels before the previous one wrote (a library's
+// kernel, cuBLAS's, keeps it too: it is launched the ordinary way, after everything before it
+// finished). In a kernel
 // launched the ordinary way the wait returns at once, and the release still lets an overlapped
 // kernel after it start early: safe, since the ordinary kernel began after everything before it
 // had finished. nvcc: griddepcontrol through the runtime's device functions (empty below sm_90,

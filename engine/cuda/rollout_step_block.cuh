@@ -358,6 +358,7 @@ template <bool kVec, unsigned kKeep = 4, class Hooks = StepHooks>
 __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::RolloutStep& s, const ParamViews& p,
                                           uint32_t epoch, uint32_t t, size_t shift, unsigned g, bool last,
                                           StepScratch<kKeep>& sh, const float* a1, const Hooks& hooks = Hooks{}) {
+  static_assert(!(Hooks::kGameAhead && Hooks::kStageGame), "StepShared's ahead and state_words share their bytes");
   const unsigned H = unsigned(s.H);
   // For thread 0 after the head: fc_out's bias, loaded first so that its round trip overlaps the
   // head's, and the game's draws, before the head's hooks.ready() (GameDraws).

@@ -30,8 +30,12 @@ struct StepShared {
   float head_sums[kActions][kStepWarps];
   float welford[3 * kStepWarps];
   float obs[kMaxObs];
-  GameAhead ahead[kActions];              // kGameAhead: action a's on lane 0 of warp a + 1
-  uint32_t state_words[kGameStateWords];  // kStageGame: the game's state, a word a lane of warp 0
+  // A kernel plays its games ahead (the cluster kernel's) or stages their states (the stepwise
+  // kernel's), never both (rollout_step_block): the two share their bytes.
+  union {
+    GameAhead ahead[kActions];              // kGameAhead: action a's on lane 0 of warp a + 1
+    uint32_t state_words[kGameStateWords];  // kStageGame: the game's state, a word a lane of warp 0
+  };
 };
 
 // Lane w of warp 0, before the head (StepHooks::kStageGame): word w of game g's state copied into
@@ -113,9 +117,14 @@ __device__ inline int32_t step_policy(const Ops::RolloutStep& s, const float (&b
   return action;
 }
 
-// Thread 0, after the head's barrier: the policy, then the game's step with the action sampled
-// (not read back from global memory), its observation also into sh.obs, for the trunk. games:
-// where the game's state is (StepHooks::games, or its StagedGame).
+template <class Games>
+constexpr bool kIsStagedGame = false;
+template <class Games>
+constexpr bool kIsStagedGame<StagedGame<Games>> = true;
+
+// Thread 0, after the head's barrier: the policy, then the game's step, its observation also
+// into sh.obs, for the trunk. games: where the game's state is (StepHooks::games, or its
+// StagedGame).
 template <class Games>
 __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& s, const Games& games,
                                  const float (&b_out)[kActions], const GameDraws& drawn, uint32_t epoch, uint32_t t,
@@ -123,7 +132,14 @@ __device__ inline void step_game(const GameConfig& cfg, const Ops::RolloutStep& 
   const int32_t action = step_policy(s, b_out, drawn, shift, g, sh);
   float* obs_next = last ? nullptr : s.obs_next + shift * s.D;
   const PhiloxDrawSource draws{cfg.screen_width, cfg.max_fruits, s.seed, epoch, t, &drawn.spawn};
-  step_one_game(cfg, games, int(g), action, draws, t, s.rewards + shift, obs_next, obs_next ? sh.obs : nullptr);
+  float* obs_copy = obs_next ? sh.obs : nullptr;
+  // With the state staged, the action goes by value: reading it back would be the game's one
+  // round trip left. Elsewhere (the cluster kernel's later games of a block) it is read back: held
+  // in a register through the game, it cost the cluster kernel's bf16 compilation six registers.
+  if constexpr (kIsStagedGame<Games>)
+    step_one_game(cfg, games, int(g), action, draws, t, s.rewards + shift, obs_next, obs_copy);
+  else
+    step_one_game(cfg, games, int(g), s.actions + shift, draws, t, s.rewards + shift, obs_next, obs_copy);
 }
 
 // Warp 0, after the head's barrier, where the game's step was played ahead for each action
