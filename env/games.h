@@ -92,11 +92,6 @@ struct GamesView {
     }
   }
   template <class S = AnySlots>
-  GRPO_HD uint32_t load_word(int g, unsigned w) const {
-    const uint32_t* p = word_address<S>(g, w);
-    return p ? *p : 0u;
-  }
-  template <class S = AnySlots>
   GRPO_HD void store(int g, const GameState& s) const {
     sprite_x[g] = s.sprite_x;
     active[g] = s.active;

@@ -75,10 +75,11 @@ TEST(GamesLayout, StoreThenLoadRoundTrips) {
   }
 }
 
-// load_word(g, w) is word w of load(g): the fused rollout step's lanes load a state a word each.
+// word_address(g, w) holds word w of load(g) (null: a slot load reads as 0): the fused rollout
+// step's lanes copy a state a word each.
 // Random states over poisoned memory, the slots past max_fruits never stored (load reads them as
 // 0), for every slot count; Slots<3> where max_fruits is 3.
-TEST(GamesLayout, LoadWordIsLoadAWordAtATime) {
+TEST(GamesLayout, WordAddressesAreLoadAWordAtATime) {
   const uint64_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937_64 gen(seed);
@@ -92,6 +93,7 @@ TEST(GamesLayout, LoadWordIsLoadAWordAtATime) {
       for (unsigned w = 0; w < kGameStateWords; ++w) words[w] = uint32_t(gen());
       h.view.store(g, s);
     }
+    const auto word_at = [](const uint32_t* p) { return p ? *p : 0u; };
     const auto words_of = [](const GameState& s, unsigned w) {
       uint32_t v;
       std::memcpy(&v, reinterpret_cast<const unsigned char*>(&s) + 4 * w, 4);
@@ -100,10 +102,10 @@ TEST(GamesLayout, LoadWordIsLoadAWordAtATime) {
     for (int g = 0; g < n; ++g) {
       const GameState any = h.view.load<AnySlots>(g);
       for (unsigned w = 0; w < kGameStateWords; ++w) {
-        ASSERT_EQ(h.view.load_word<AnySlots>(g, w), words_of(any, w))
+        ASSERT_EQ(word_at(h.view.word_address<AnySlots>(g, w)), words_of(any, w))
             << fruits << " fruits, game " << g << ", word " << w;
         if (fruits == 3) {
-          ASSERT_EQ(h.view.load_word<Slots<3>>(g, w), words_of(h.view.load<Slots<3>>(g), w))
+          ASSERT_EQ(word_at(h.view.word_address<Slots<3>>(g, w)), words_of(h.view.load<Slots<3>>(g), w))
               << "game " << g << ", word " << w;
         }
       }
