@@ -26,6 +26,27 @@ __device__ __forceinline__ Welford welford_merge(Welford a, Welford b) {
   return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
 }
 
+// welford_merge of two summaries of the same count, not 0: its weight-0.5 case, the same
+// operations in the same order (so the same bits), without the two tests and their branches. On
+// the rollout's chain every merge of a warp's shuffle tree is one of these where the row fills
+// every thread with the same number of groups (row_welford's kEqualCounts): the tests, each a
+// branch to resolve, were about half of a merge's instructions.
+__device__ __forceinline__ Welford welford_merge_equal(Welford a, Welford b) {
+  const float wb = 0.5f;
+  const float d = b.mean - a.mean;
+  return {a.n + b.n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+}
+
+// welford_merge of two summaries whose counts are not both 0: its weight b.n / n always (exactly
+// 0.5 where the counts are equal, so the same bits), without the tests. A division whose inputs
+// are counts alone, so that it can issue before the means it weighs arrive.
+__device__ __forceinline__ Welford welford_merge_nonempty(Welford a, Welford b) {
+  const float n = a.n + b.n;
+  const float wb = b.n / n;
+  const float d = b.mean - a.mean;
+  return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+}
+
 // The summary of one group of four values, the first n of them (1 <= n <= 4; the others are
 // ignored): their sum over n, then the squares about that mean, each in a pairwise order.
 // Welford's update a value would spend a division on each, ~10 instructions on a chain through
@@ -56,13 +77,20 @@ __device__ __forceinline__ Welford welford_append(const Welford& w, const Welfor
 // `smem` (3 * kRowThreads / 32 floats, unused for a warp per row) and every thread merges them
 // in warp order. The row's threads are threadIdx.x % kRowThreads; a block of kRowThreads > 32
 // holds one row. Ends after a __syncthreads in block mode: smem may not be reused before another.
-template <int kRowThreads>
+// kEqualCounts: the caller's promise that every thread of the row holds the same count, not 0
+// (the row's length a multiple of four values a thread): each level of a warp's tree then merges
+// equal counts, by welford_merge_equal, the same bits with no branch. (A lane past the warp's end
+// merges with itself, equal too.) Not the warps' summaries: their fold in order merges 2, 3, ...
+// warps' counts with one warp's, weighed by a division (welford_merge_nonempty: no test).
+template <int kRowThreads, bool kEqualCounts = false>
 __device__ __forceinline__ Welford row_welford(Welford w, float* smem) {
   constexpr unsigned kAll = 0xFFFFFFFFu;
+  const auto merge = [](const Welford& a, const Welford& b) {
+    return kEqualCounts ? welford_merge_equal(a, b) : welford_merge(a, b);
+  };
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1)
-    w = welford_merge(
-        w, {__shfl_down_sync(kAll, w.n, o), __shfl_down_sync(kAll, w.mean, o), __shfl_down_sync(kAll, w.m2, o)});
+    w = merge(w, {__shfl_down_sync(kAll, w.n, o), __shfl_down_sync(kAll, w.mean, o), __shfl_down_sync(kAll, w.m2, o)});
   if constexpr (kRowThreads == 32) {
     (void)smem;
     return {__shfl_sync(kAll, w.n, 0), __shfl_sync(kAll, w.mean, 0), __shfl_sync(kAll, w.m2, 0)};
@@ -72,7 +100,10 @@ __device__ __forceinline__ Welford row_welford(Welford w, float* smem) {
     if (threadIdx.x % 32 == 0) smem[warp] = w.n, smem[kWarps + warp] = w.mean, smem[2 * kWarps + warp] = w.m2;
     __syncthreads();
     Welford r{smem[0], smem[kWarps], smem[2 * kWarps]};
-    for (int i = 1; i < kWarps; ++i) r = welford_merge(r, {smem[i], smem[kWarps + i], smem[2 * kWarps + i]});
+    for (int i = 1; i < kWarps; ++i) {
+      const Welford b{smem[i], smem[kWarps + i], smem[2 * kWarps + i]};
+      r = kEqualCounts ? welford_merge_nonempty(r, b) : welford_merge(r, b);
+    }
     return r;
   }
 }

@@ -77,6 +77,7 @@ struct ClusterHooks : StepHooks {
   static constexpr bool kPrefetchTrunk = false;  // the parameters are on chip (OnChipParams)
   static constexpr bool kGameAhead = true;       // warps 1..3 would wait at ready() anyway
   static constexpr bool kStageGame = false;      // the states are on chip (GamesOnChip)
+  static constexpr bool kEqualCountTree = true;  // registers to spare (the small preset's at 156 of 168)
   T* xs;
   unsigned stride, row, H;
   GamesOnChip on_chip;

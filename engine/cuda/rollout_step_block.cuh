@@ -64,11 +64,16 @@ struct StepScratch : StepShared {
 //                    word_address) into shared memory before the head, where thread 0's game
 //                    reads it (stage_state_word, StagedGame): false where the states are on
 //                    chip already (the cluster kernel's).
+//   kEqualCountTree  whether the trunk's statistics take row_welford's tree without tests where
+//                    every thread holds the same count (H a multiple of 4 kStepThreads): a second
+//                    tree in the kernel beside the general one, which the stepwise kernel has no
+//                    registers for (at its 96 it took an 8-byte call stack).
 struct StepHooks {
   static constexpr bool kH1Global = true;
   static constexpr bool kPrefetchTrunk = true;
   static constexpr bool kGameAhead = false;
   static constexpr bool kStageGame = true;
+  static constexpr bool kEqualCountTree = false;
   __device__ __forceinline__ bool ahead() const { return false; }
   __device__ __forceinline__ void ready() const {}
   __device__ __forceinline__ void h1(unsigned, unsigned, const float (&)[4]) const {}
@@ -279,7 +284,10 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
     h0_group(c, v);
     welford_group(c, v, gvc);
   }
-  w = row_welford<kStepThreads>(w, sh.welford);
+  // Every thread holds H / kStepThreads values where the groups fill the block evenly (both
+  // presets): the tree's merges then need no test (row_welford's kEqualCounts).
+  w = Hooks::kEqualCountTree && H % (4 * kStepThreads) == 0 ? row_welford<kStepThreads, true>(w, sh.welford)
+                                                            : row_welford<kStepThreads>(w, sh.welford);
   const float mu = w.mean, rs = rsqrtf(w.m2 / float(H) + kLayerNormEps);
   if (cols.tid == 0) s.next.ln_mean[row] = mu, s.next.ln_rstd[row] = rs;
   float* h1 = s.next.h1 + row * H;
