@@ -187,6 +187,7 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
     phase_mark(clocks, t, kMarkProduct);
     mailbox_sent(a1_box, a1_remote);  // the wait: the first game's hooks.ready()
     if (g0 + rank >= g1) {            // a block without a game
+      phase_mark(clocks, t, kMarkDrawn);
       ClusterHooks<T>::wait_for_a1(a1_box, a1_parity, spin);
       phase_mark(clocks, t, kMarkA1);
     }

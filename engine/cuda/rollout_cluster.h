@@ -30,17 +30,40 @@ enum class ClusterProduct { Fma, TensorCores };
 enum class ClusterWait { Suspend, Spin };
 
 // The kernel's marks a step for PhaseClocks (core/phase_clock.h): the step starts, the block's
-// product is done, its games' a1 rows have arrived, the head is done (its barrier passed), the
-// game is done (the trunk's barrier passed), the trunk is done, every game's next h1 row has
-// arrived. Phase k runs from mark k to mark k + 1 (the last to the next step's start), as
-// kClusterPhases names it. The last step has no trunk: it marks up to the head. The head and
-// the game are marked in a block's first game (fp32 blocks may play two), and not at all in a
-// block without a game. The spans (PhaseClocks::spans, every block's) run from the first step's
-// start to the end of the last step.
-enum ClusterMark : unsigned { kMarkStep, kMarkProduct, kMarkA1, kMarkHead, kMarkGame, kMarkTrunk, kMarkH1 };
+// product is done, the block is ready to wait for its games' a1 rows (the mailbox's barrier and
+// the step's draws done), those rows have arrived, the head is done (its barrier passed), the
+// warp's part of the game is done (warp 0: the policy and the outcome taken; the other warps mark
+// it at once and then copy a1 and h1 out), the game is done (the trunk's barrier passed), the
+// trunk's statistics are done (its barrier passed), the trunk is done (h1 sent), every game's next
+// h1 row has arrived. Phase k runs from mark k to mark k + 1 (the last to the next step's start),
+// as kClusterPhases names it. The last step has no trunk: it marks up to the outcome. The head,
+// the outcome, the game and the statistics are marked in a block's first game (fp32 blocks may
+// play two), and not at all in a block without a game. The spans (PhaseClocks::spans, every
+// block's) run from the first step's start to the end of the last step.
+enum ClusterMark : unsigned {
+  kMarkStep,
+  kMarkProduct,
+  kMarkDrawn,
+  kMarkA1,
+  kMarkHead,
+  kMarkOutcome,
+  kMarkGame,
+  kMarkStats,
+  kMarkTrunk,
+  kMarkH1
+};
 constexpr unsigned kClusterMarks = kMarkH1 + 1;
 inline constexpr const char* kClusterPhases[kClusterMarks] = {
-    "product", "a1 wait", "head", "policy and game", "trunk", "h1 wait", "to the next step",
+    "product",
+    "draws",
+    "a1 wait",
+    "head",
+    "policy and outcome",
+    "copies out",
+    "trunk to statistics",
+    "trunk output and sends",
+    "h1 wait",
+    "to the next step",
 };
 constexpr unsigned kClusterWarps = 4;  // a block's warps: the fused step's 128 threads
 

@@ -70,7 +70,8 @@ struct GamesOnChip {
 //                  came from global memory) to global memory, for the loss pass, by warps 1..
 //                  while warp 0 takes the game's outcome, which is on the step's path and takes
 //                  longer;
-//   mark_*         the head's and the game's PhaseClocks marks, in the block's first game.
+//   mark_*         the head's, the outcome's, the game's and the statistics' PhaseClocks marks,
+//                  in the block's first game.
 template <class T>
 struct ClusterHooks : StepHooks {
   static constexpr bool kH1Global = false;
@@ -114,6 +115,7 @@ struct ClusterHooks : StepHooks {
   }
   __device__ __forceinline__ void ready() const {
     if (first) {
+      phase_mark(clocks, t, kMarkDrawn);
       wait_for_a1(a1_box, a1_parity, spin);
       phase_mark(clocks, t, kMarkA1);
     }
@@ -137,8 +139,14 @@ struct ClusterHooks : StepHooks {
   __device__ __forceinline__ void mark_head() const {
     if (first) phase_mark(clocks, t, kMarkHead);
   }
+  __device__ __forceinline__ void mark_outcome() const {
+    if (first) phase_mark(clocks, t, kMarkOutcome);
+  }
   __device__ __forceinline__ void mark_game() const {
     if (first) phase_mark(clocks, t, kMarkGame);
+  }
+  __device__ __forceinline__ void mark_stats() const {
+    if (first) phase_mark(clocks, t, kMarkStats);
   }
 };
 

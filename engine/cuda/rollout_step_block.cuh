@@ -53,6 +53,9 @@ struct StepScratch : StepShared {
 //                    passes copies on chip, whose kernel then has no prefetch code at all.
 //   mark_head(),     every thread, right after the head's barrier and the game's (the one before
 //   mark_game()      the trunk): where a caller's PhaseClocks mark them.
+//   mark_outcome(),  every thread, once its part of the game is done (thread 0's policy and game,
+//   mark_stats()     or warp 0's outcome played ahead; at once in the other warps), and right
+//                    after the trunk's statistics (its barrier): the same.
 //   kGameAhead       whether lane 0 of warps 1..3 may play the game's step for each of the three
 //                    actions before ready() (play_ahead), so that after the head thread 0 only
 //                    samples the action and warp 0 takes its outcome (take_played_ahead, which
@@ -80,7 +83,9 @@ struct StepHooks {
   __device__ __forceinline__ const GamesView& games(const Ops::RolloutStep& s) const { return s.games; }
   __device__ __forceinline__ void while_playing() const {}
   __device__ __forceinline__ void mark_head() const {}
+  __device__ __forceinline__ void mark_outcome() const {}
   __device__ __forceinline__ void mark_game() const {}
+  __device__ __forceinline__ void mark_stats() const {}
 };
 
 // A thread's columns: group c of four on thread c % kStepThreads, its i-th group
@@ -288,6 +293,7 @@ __device__ inline void step_trunk(const Ops::RolloutStep& s, const ParamViews& p
   // presets): the tree's merges then need no test (row_welford's kEqualCounts).
   w = Hooks::kEqualCountTree && H % (4 * kStepThreads) == 0 ? row_welford<kStepThreads, true>(w, sh.welford)
                                                             : row_welford<kStepThreads>(w, sh.welford);
+  hooks.mark_stats();
   const float mu = w.mean, rs = rsqrtf(w.m2 / float(H) + kLayerNormEps);
   if (cols.tid == 0) s.next.ln_mean[row] = mu, s.next.ln_rstd[row] = rs;
   float* h1 = s.next.h1 + row * H;
@@ -402,6 +408,7 @@ __device__ inline void rollout_step_block(const GameConfig& cfg, const Ops::Roll
       step_game(cfg, s, hooks.games(s), b_out, drawn, epoch, t, shift, g, last, sh);
     }
   }
+  hooks.mark_outcome();
   if (threadIdx.x >= 32) hooks.while_playing();
   if constexpr (Hooks::kPrefetchTrunk)
     if (!last) prefetch_trunk<kVec>(s, p);  // warps 1.. alone

@@ -30,8 +30,8 @@ RolloutRun cluster_run(const GameConfig& game, ClusterProduct product, const Pha
 // (has_game) or not.
 bool marked(unsigned mark, bool has_game, unsigned t, unsigned T) {
   const bool last = t + 1 == T;
-  if (mark == kMarkHead) return has_game;
-  if (mark == kMarkGame) return has_game && !last;
+  if (mark == kMarkHead || mark == kMarkOutcome) return has_game;
+  if (mark == kMarkGame || mark == kMarkStats) return has_game && !last;
   if (mark == kMarkTrunk || mark == kMarkH1) return !last;
   return true;
 }
