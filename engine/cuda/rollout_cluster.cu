@@ -98,8 +98,11 @@ struct SmemLayout {
 // 132 SMs need); fp32's shared memory holds one or two blocks an SM at the presets' widths, so it
 // takes 2 and up to 255 registers (at 168 it sat at the limit, where any addition spilled). The
 // plan asks the device how many clusters fit with the registers as compiled.
-template <class T, bool kMma, bool kVec>
-__global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 : 3)
+// kHeld (tensor cores only): tiles of W1 each warp keeps in registers (HeldW1), a compilation of
+// its own at 2 blocks an SM (244 registers a thread against 156), launched where H >= 512 (the
+// small preset: two blocks an SM by shared memory already), so that narrower shapes keep three.
+template <class T, bool kMma, bool kVec, unsigned kHeld = 0>
+__global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) || kHeld > 0 ? 2 : 3)
     rollout_cluster_kernel(GameConfig cfg, Ops::RolloutStep s, const T* X, const T* W, uint32_t steps,
                            unsigned clusters, PhaseClocks clocks, bool spin) {
   __shared__ StepScratch<1> sh;
@@ -147,6 +150,8 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
   // ahead). The cluster barrier after it would too, but racecheck does not seem to count a cluster
   // barrier as the block's own: on the H200 every hazard it printed was one of these.
   __syncthreads();
+  HeldW1<kHeld> held;  // the warp's tiles of W1 in registers (kHeld > 0), from ws, staged before the barrier
+  if constexpr (kHeld > 0) load_held_w1(held, ws, cols, H);
   GRPO_CLUSTER_SYNC();  // every block of the cluster has started: its shared memory and mailboxes may be written
   span_mark(clocks, false);
 
@@ -181,7 +186,7 @@ __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) ? 2 :
     phase_mark(clocks, t, kMarkStep);
     const A1Out out{a1s + c0, at.a1_pitch, a1_box};
     if constexpr (kMma)
-      product_mma(xs, ws, rows, cols, H, out);
+      product_mma(xs, ws, rows, cols, H, held, out);
     else
       product(xs, ws, rows, cols, width, H, out);
     phase_mark(clocks, t, kMarkProduct);
@@ -220,11 +225,29 @@ struct Plan {
   size_t smem = 0;
 };
 
-// The kernel's two compilations (kVec and any H): a plan must hold for both.
+// Whether hidden H runs the compilation with tiles of W1 held in registers (tensor cores only).
+template <bool kMma>
+constexpr bool holds_w1(unsigned H) {
+  return kMma && H >= kMmaChains * unsigned(kFewRowsSumTile);
+}
+constexpr unsigned held_tiles(bool kMma) { return kMma ? kMmaHeldTiles : 0; }
+
+// The two compilations a launch at hidden H may take (kVec, with W1's tiles held where holds_w1,
+// and any H): a plan must hold for both.
 template <class T, bool kMma>
-std::array<const void*, 2> cluster_kernels() {
+std::array<const void*, 2> cluster_kernels(unsigned H) {
+  const void* vec = holds_w1<kMma>(H)
+                        ? reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true, held_tiles(kMma)>)
+                        : reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true>);
+  return {vec, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
+}
+
+// Every compilation, for what is set or read for all of them.
+template <class T, bool kMma>
+std::array<const void*, 3> all_cluster_kernels() {
   return {reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true>),
-          reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
+          reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>),
+          reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true, held_tiles(kMma)>)};
 }
 
 // Dynamic shared memory a block may have: the device's opt-in limit less the static StepScratch;
@@ -238,7 +261,7 @@ size_t smem_limit() {
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
   // The static part as compiled (StepScratch and whatever the callees declare), not as counted here.
   size_t fixed = sizeof(StepScratch<1>);
-  for (const void* kernel : cluster_kernels<T, kMma>()) {
+  for (const void* kernel : all_cluster_kernels<T, kMma>()) {
     cudaFuncAttributes f{};
     CUDA_CHECK(cudaFuncGetAttributes(&f, kernel));
     fixed = std::max(fixed, f.sharedSizeBytes);
@@ -251,7 +274,7 @@ size_t smem_limit() {
 // while a stream captures.
 template <class T, bool kMma>
 void allow_smem(size_t limit) {
-  for (const void* kernel : cluster_kernels<T, kMma>())
+  for (const void* kernel : all_cluster_kernels<T, kMma>())
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(limit)));
 }
 
@@ -259,12 +282,12 @@ void allow_smem(size_t limit) {
 // share a GPC, so it can be fewer than SMs / 8), the fewer of the two compilations' (their
 // registers differ).
 template <class T, bool kMma>
-int resident_clusters(const Plan& p) {
+int resident_clusters(const Plan& p, unsigned H) {
   cudaLaunchAttribute attr;
   const cudaLaunchConfig_t config =
       cluster_config(dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, nullptr, kClusterBlocks, attr);
   int fewest = std::numeric_limits<int>::max();
-  for (const void* kernel : cluster_kernels<T, kMma>()) {
+  for (const void* kernel : cluster_kernels<T, kMma>(H)) {
     int n = 0;
     // A device that cannot answer for this configuration (under MPS or MIG, say) holds none: the
     // rollout then runs stepwise. The error is not sticky; it is cleared so no later check sees it.
@@ -308,7 +331,7 @@ Plan plan_uncached(int N, int H, int D, unsigned clusters) {
   }
   for (int k = (N + int(kClusterBlocks) - 1) / int(kClusterBlocks); k >= 1; --k) {
     const Plan p = with(k);
-    if (p.smem <= limit && resident_clusters<T, kMma>(p) >= k) return p;
+    if (p.smem <= limit && resident_clusters<T, kMma>(p, unsigned(H)) >= k) return p;
   }
   return Plan{};
 }
@@ -332,8 +355,9 @@ void launch_rollout(const GameConfig& game, const Ops::RolloutStep& first, const
                                 std::to_string(first.H) + " need more shared memory per block than the " +
                                 std::to_string(smem_limit<T, kMma>()) +
                                 " bytes the device has, or clusters it cannot hold");
-  const auto kernel =
-      rollout_step_vec(first) ? rollout_cluster_kernel<T, kMma, true> : rollout_cluster_kernel<T, kMma, false>;
+  const auto kernel = !rollout_step_vec(first)            ? rollout_cluster_kernel<T, kMma, false>
+                      : holds_w1<kMma>(unsigned(first.H)) ? rollout_cluster_kernel<T, kMma, true, held_tiles(kMma)>
+                                                          : rollout_cluster_kernel<T, kMma, true>;
   launch_cluster_overlapped(kernel, dim3(p.clusters * kClusterBlocks), dim3(kStepThreads), p.smem, stream,
                             kClusterBlocks, game, first, X, W, uint32_t(steps), p.clusters, clocks,
                             wait == ClusterWait::Spin);

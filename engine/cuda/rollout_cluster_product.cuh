@@ -131,6 +131,47 @@ __device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, uns
   return k + 1 < H ? pair(row, k) : row[k].bits;
 }
 
+// The tensor-core product's fragments of W1 (A) that a warp keeps in registers for all T steps:
+// the first kTiles tiles of k of the m-tile 16 w (the block's columns 16 w .. 16 w + 15, for warp
+// w), so that a step's product reads those from registers instead of shared memory. A step reads
+// the block's 64 KB of W1 and 4 x 8 KB of h1 rows from shared memory at the small preset (H 512,
+// one game a block): ~770 cycles of the SM's 128 bytes a cycle, twice that where two blocks share
+// an SM. Two of the four tiles held: 32 KB less a block and step, 64 registers a thread. Element e
+// of step i (16 k) of tile c is this lane's pair e of A at k = c kTile + 16 i + 2 (lane % 4), as
+// product_mma loads it.
+constexpr unsigned kMmaHeldTiles = 2;
+
+template <unsigned kTiles>
+struct HeldW1 {
+  static constexpr unsigned kSteps = unsigned(kFewRowsSumTile) / 16;
+  uint32_t a[kTiles > 0 ? kTiles : 1][kSteps][4];
+};
+
+// Whether warp `warp` holds fragments (load_held_w1 loads them): its m-tile has columns, and the
+// first kMmaChains tiles of k, the ones product_mma runs as whole tiles from k 0, are whole.
+__device__ __forceinline__ bool held_w1_fits(unsigned cols, unsigned H, unsigned warp) {
+  return 16 * warp < cols && H >= kMmaChains * unsigned(kFewRowsSumTile);
+}
+
+// The calling warp's held fragments, from the block's rows of W1 in shared memory (ws, staged and
+// visible to the warp), where held_w1_fits; nothing otherwise (they are not read then).
+template <unsigned kTiles>
+__device__ __forceinline__ void load_held_w1(HeldW1<kTiles>& held, const Bf16* ws, unsigned cols, unsigned H) {
+  const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+  const unsigned warp = threadIdx.x / 32, m0 = 16 * warp;
+  if (!held_w1_fits(cols, H, warp)) return;
+  const Bf16* w0 = m0 + g < cols ? ws + size_t(m0 + g) * stride : ws;
+  const Bf16* w1 = m0 + g + 8 < cols ? ws + size_t(m0 + g + 8) * stride : ws;
+#pragma unroll
+  for (unsigned c = 0; c < kTiles; ++c)
+#pragma unroll
+    for (unsigned i = 0; i < HeldW1<kTiles>::kSteps; ++i) {
+      const unsigned k = c * unsigned(kFewRowsSumTile) + 16 * i + 2 * q;
+      held.a[c][i][0] = pair(w0, k), held.a[c][i][1] = pair(w1, k), held.a[c][i][2] = pair(w0, k + 8);
+      held.a[c][i][3] = pair(w1, k + 8);
+    }
+}
+
 // A warp at a time takes 16 of the block's columns (the m of m16n8k16: 16 rows of W1, A) and 8
 // of the cluster's rows (the n: 8 h1 rows, B), so that no row of a product is padding where the
 // cluster has 8 games, and sums kMmaChains tiles of k at once: each tile its own chain of
@@ -143,9 +184,12 @@ __device__ __forceinline__ uint32_t pair_within(const Bf16* row, unsigned k, uns
 // a send follows), and their results in that row or column are not stored. The lanes' stores
 // of D follow a __syncwarp: a lane stores what other lanes' loads fed, and the mma is no
 // ordering of memory.
-template <class Out>
+// held: the warp's fragments (kHeld tiles, HeldW1), which the items of its m-tile 16 w take for
+// their first kHeld chains (kHeld 0: none).
+template <unsigned kHeld, class Out>
 __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsigned rows, unsigned cols, unsigned H,
-                                            const Out& out) {
+                                            const HeldW1<kHeld>& held, const Out& out) {
+  static_assert(kHeld <= kMmaChains, "a held tile is one of the first block's chains");
   constexpr unsigned kWarps = kStepThreads / 32, kTile = kFewRowsSumTile, kSteps = kTile / 16;
   static_assert(kTile % 16 == 0, "a tile of the sum is whole steps of 16");
   const unsigned stride = smem_stride(H, true), lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
@@ -171,12 +215,19 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
           struct Fragments {
             uint32_t a[kMmaChains][4], b[kMmaChains][2];
           };
-          const auto load = [&](unsigned k, Fragments& f) {
+          // Step i's fragments; with from_held (kHeld chains' A held for this item), the first
+          // kHeld chains' A from the warp's registers.
+          const auto load = [&](unsigned i, Fragments& f, auto from_held) {
 #pragma unroll
             for (unsigned c = 0; c < kMmaChains; ++c) {
-              const unsigned kc = k + c * kTile;
-              f.a[c][0] = pair(w0, kc), f.a[c][1] = pair(w1, kc), f.a[c][2] = pair(w0, kc + 8);
-              f.a[c][3] = pair(w1, kc + 8);
+              const unsigned kc = t0 + 2 * q + 16 * i + c * kTile;      // this lane's first k of the step
+              if (decltype(from_held)::value && int(c) < int(kHeld)) {  // int: kHeld may be 0
+                const uint32_t(&h)[4] = held.a[int(c) < int(kHeld) ? c : 0][i];
+                f.a[c][0] = h[0], f.a[c][1] = h[1], f.a[c][2] = h[2], f.a[c][3] = h[3];
+              } else {
+                f.a[c][0] = pair(w0, kc), f.a[c][1] = pair(w1, kc), f.a[c][2] = pair(w0, kc + 8);
+                f.a[c][3] = pair(w1, kc + 8);
+              }
               f.b[c][0] = has_x ? pair(x, kc) : 0u, f.b[c][1] = has_x ? pair(x, kc + 8) : 0u;
             }
           };
@@ -184,17 +235,22 @@ __device__ __forceinline__ void product_mma(const Bf16* xs, const Bf16* ws, unsi
 #pragma unroll
             for (unsigned c = 0; c < kMmaChains; ++c) mma_m16n8k16_bf16(d[c], f.a[c], f.b[c], d[c]);
           };
-          unsigned k = t0 + 2 * q;  // this lane's first k of each step of 16, in the first tile
-          Fragments now;
-          load(k, now);
+          const auto whole_tiles = [&](auto from_held) {
+            Fragments now;
+            load(0, now, from_held);
 #pragma unroll
-          for (unsigned i = 1; i < kSteps; ++i) {
-            Fragments next;
-            load(k += 16, next);
+            for (unsigned i = 1; i < kSteps; ++i) {
+              Fragments next;
+              load(i, next, from_held);
+              products(now);
+              now = next;
+            }
             products(now);
-            now = next;
-          }
-          products(now);
+          };
+          if (kHeld > 0 && t0 == 0 && m0 == 16 * (threadIdx.x / 32) && held_w1_fits(cols, H, threadIdx.x / 32))
+            whole_tiles(std::true_type{});
+          else
+            whole_tiles(std::false_type{});
         } else {
           // The last tiles: those past H, and their steps past H, skipped (the same for every
           // lane); the pairs of a step past H read as 0.

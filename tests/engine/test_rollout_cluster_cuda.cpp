@@ -183,12 +183,16 @@ TEST(RolloutClusterCuda, TensorCoreProductAtARaggedWidth) {
 }
 
 // The tensor-core product sums four tiles of k at once (kernels/few_rows.h's order): at the small
-// preset's width each warp's four chains run whole tiles, the loop without tests; at 300 the
-// third tile is partial (44 k, its last step half past H) and the fourth chain has none; at 640
-// a group of four whole tiles, then a group with one.
+// preset's width each warp's four chains run whole tiles, the loop without tests, the first two
+// from the fragments of W1 the warp holds in registers (HeldW1, from H 512); at 300 the third
+// tile is partial (44 k, its last step half past H) and the fourth chain has none, and nothing is
+// held; at 640 a group of four whole tiles, then a group with one, and warp 0's second m-tile
+// (columns 64..79) from shared memory. At 512 with 12 games in one cluster (two tiles of rows),
+// a warp's items mix its held m-tile with others: only warp 0's first item takes them.
 TEST(RolloutClusterCuda, TensorCoreProductOverWholeAndPartialTilesOfK) {
   GRPO_REQUIRE_DEVICE();
   expect_cluster_matches_steps(shape(512, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
+  expect_cluster_matches_steps(shape(512, 4, 2, Precision::Bf16), {1}, ClusterProduct::TensorCores);
   expect_cluster_matches_steps(shape(300, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
   expect_cluster_matches_steps(shape(640, 1, 2, Precision::Bf16), {0}, ClusterProduct::TensorCores);
 }
