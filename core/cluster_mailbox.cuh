@@ -146,6 +146,22 @@ __device__ __forceinline__ void mailbox_send(V* local, unsigned rank, Mailbox* b
   }
   st_async(remote(smem_addr(local), rank), v, remote(smem_addr(box), rank));
 }
+// v into `local` here and into what `local` is in each other block of a cluster of kBlocks, counted
+// by their mailboxes at what `box` is here: mailbox_send to every rank, without a test a rank
+// (the other blocks in turn from the next rank, a modulo of a power of two).
+template <unsigned kBlocks, class V>
+__device__ __forceinline__ void mailbox_broadcast(V* local, Mailbox* box, V v) {
+  using namespace mailbox_detail;
+  static_assert(kBlocks > 0 && (kBlocks & (kBlocks - 1)) == 0, "a power of two: the rank's modulo is a mask");
+  *local = v;
+  const unsigned own = cluster_block_rank();
+  const uint32_t at = smem_addr(local), bar = smem_addr(box);
+#pragma unroll
+  for (unsigned i = 1; i < kBlocks; ++i) {
+    const unsigned r = (own + i) % kBlocks;
+    st_async(remote(at, r), v, remote(bar, r));
+  }
+}
 // Every thread of the block, once a phase, after its sends of the phase and before its wait: the
 // block barrier orders every thread's stores into its own block before the block's reads after
 // the wait; then thread 0 arrives, arming the bytes the other blocks send this block in the phase
@@ -165,6 +181,10 @@ template <class V>
 __device__ __forceinline__ void mailbox_send(V*, unsigned, Mailbox*, V) {
   __trap();
 }
+template <unsigned kBlocks, class V>
+__device__ __forceinline__ void mailbox_broadcast(V*, Mailbox*, V) {
+  __trap();
+}
 __device__ __forceinline__ void mailbox_sent(Mailbox*, uint32_t) { __trap(); }
 #define GRPO_MAILBOX_WAIT(box, parity) __trap()
 #define GRPO_MAILBOX_WAIT_OR_SPIN(box, parity, spin) __trap()
@@ -181,6 +201,17 @@ void mailbox_send(V* local, unsigned rank, Mailbox* box, V v) {
   }
   *cluster_map_shared(local, rank) = v;
   ::simt::detail::mailbox_received(cluster_map_shared(box, rank), sizeof(V));
+}
+template <unsigned kBlocks, class V>
+void mailbox_broadcast(V* local, Mailbox* box, V v) {
+  static_assert(kBlocks > 0 && (kBlocks & (kBlocks - 1)) == 0, "a power of two: the rank's modulo is a mask");
+  *local = v;
+  const unsigned own = cluster_block_rank();
+  for (unsigned i = 1; i < kBlocks; ++i) {
+    const unsigned r = (own + i) % kBlocks;
+    *cluster_map_shared(local, r) = v;
+    ::simt::detail::mailbox_received(cluster_map_shared(box, r), sizeof(V));
+  }
 }
 inline void mailbox_sent(Mailbox* box, uint32_t remote_bytes) {
   __syncthreads();  // every thread of the block, at one site (the emulator's barrier checks)

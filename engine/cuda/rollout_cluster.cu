@@ -242,7 +242,8 @@ std::array<const void*, 2> cluster_kernels(unsigned H) {
   return {vec, reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, false>)};
 }
 
-// Every compilation, for what is set or read for all of them.
+// Every compilation, for what is set or read for all of them (without tensor cores the third is
+// the first again: held_tiles is 0).
 template <class T, bool kMma>
 std::array<const void*, 3> all_cluster_kernels() {
   return {reinterpret_cast<const void*>(&rollout_cluster_kernel<T, kMma, true>),

@@ -128,7 +128,7 @@ struct ClusterHooks : StepHooks {
     for (unsigned k = 0; k < 4; ++k) w[k] = k < n ? v[k] : 0.f;
     const auto chunk = chunk4(local, w);
     auto* at = reinterpret_cast<std::remove_const_t<decltype(chunk)>*>(local);
-    for (unsigned r = 0; r < C; ++r) mailbox_send(at, r, xs_box, chunk);
+    mailbox_broadcast<C>(at, xs_box, chunk);
   }
   __device__ __forceinline__ const GamesOnChip& games(const Ops::RolloutStep&) const { return on_chip; }
   // The h1 row is the game's own, which only its trunk rewrites (after the game's barrier).
