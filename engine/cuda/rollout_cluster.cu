@@ -99,7 +99,7 @@ struct SmemLayout {
 // takes 2 and up to 255 registers (at 168 it sat at the limit, where any addition spilled). The
 // plan asks the device how many clusters fit with the registers as compiled.
 // kHeld (tensor cores only): tiles of W1 each warp keeps in registers (HeldW1), a compilation of
-// its own at 2 blocks an SM (244 registers a thread against 156), launched where H >= 512 (the
+// its own at 2 blocks an SM (242 registers a thread against 156), launched where H >= 512 (the
 // small preset: two blocks an SM by shared memory already), so that narrower shapes keep three.
 template <class T, bool kMma, bool kVec, unsigned kHeld = 0>
 __global__ void __launch_bounds__(kStepThreads, sizeof(T) == sizeof(float) || kHeld > 0 ? 2 : 3)
