@@ -235,20 +235,18 @@ GRPO_HD void step_one_game_slots(const GameConfig& cfg, const Games& games, int 
 }
 // The same for any slot count, the default three compiled apart (with_fruit_slots).
 template <class Games, class Draws>
-GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, const int32_t* actions, const Draws& draws,
-                           uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
-  with_fruit_slots(cfg, [&](auto slots) {
-    step_one_game_slots<decltype(slots)>(cfg, games, g, actions[g], draws, t, reward_out, obs_next, obs_copy);
-  });
-}
-// The same with game g's action given: a caller that holds it (the fused rollout step's thread
-// 0, which has just sampled it) need not read it back from memory.
-template <class Games, class Draws>
 GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, int32_t action, const Draws& draws,
                            uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
   with_fruit_slots(cfg, [&](auto slots) {
     step_one_game_slots<decltype(slots)>(cfg, games, g, action, draws, t, reward_out, obs_next, obs_copy);
   });
+}
+// The same with game g's action read from actions[g] (the step kernels, the host loop); a caller
+// that holds the action (the fused rollout step's thread 0, which has just sampled it) passes it.
+template <class Games, class Draws>
+GRPO_HD void step_one_game(const GameConfig& cfg, const Games& games, int g, const int32_t* actions, const Draws& draws,
+                           uint32_t t, float* reward_out, float* obs_next, float* obs_copy = nullptr) {
+  step_one_game(cfg, games, g, actions[g], draws, t, reward_out, obs_next, obs_copy);
 }
 
 // Game g of a reset: group g / replicas, start fruit x from that group's draw; its observation

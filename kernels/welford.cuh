@@ -14,6 +14,13 @@ struct Welford {
   float n, mean, m2;
 };
 
+// a and b merged with b's weight wb = b.n / n, n = a.n + b.n: the one expression every merge below
+// evaluates, so that each rounds (and nvcc contracts) the same way.
+__device__ __forceinline__ Welford welford_weighted(Welford a, Welford b, float n, float wb) {
+  const float d = b.mean - a.mean;
+  return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+}
+
 // Chan et al.: merge two partial (count, mean, M2) summaries. Equal counts, every merge of the
 // shuffle tree where a row fills its threads evenly, weigh b by exactly 0.5 (b.n / (2 b.n) in
 // IEEE arithmetic): the branch skips the division's ~10 instructions on the reduction's chain.
@@ -22,8 +29,7 @@ __device__ __forceinline__ Welford welford_merge(Welford a, Welford b) {
   if (n == 0.f) return a;
   float wb = 0.5f;
   if (a.n != b.n) wb = b.n / n;
-  const float d = b.mean - a.mean;
-  return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+  return welford_weighted(a, b, n, wb);
 }
 
 // welford_merge of two summaries of the same count, not 0: its weight-0.5 case, the same
@@ -32,9 +38,7 @@ __device__ __forceinline__ Welford welford_merge(Welford a, Welford b) {
 // every thread with the same number of groups (row_welford's kEqualCounts): the tests, each a
 // branch to resolve, were about half of a merge's instructions.
 __device__ __forceinline__ Welford welford_merge_equal(Welford a, Welford b) {
-  const float wb = 0.5f;
-  const float d = b.mean - a.mean;
-  return {a.n + b.n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+  return welford_weighted(a, b, a.n + b.n, 0.5f);
 }
 
 // welford_merge of two summaries whose counts are not both 0: its weight b.n / n always (exactly
@@ -42,9 +46,7 @@ __device__ __forceinline__ Welford welford_merge_equal(Welford a, Welford b) {
 // are counts alone, so that it can issue before the means it weighs arrive.
 __device__ __forceinline__ Welford welford_merge_nonempty(Welford a, Welford b) {
   const float n = a.n + b.n;
-  const float wb = b.n / n;
-  const float d = b.mean - a.mean;
-  return {n, a.mean + d * wb, a.m2 + b.m2 + d * d * a.n * wb};
+  return welford_weighted(a, b, n, b.n / n);
 }
 
 // The summary of one group of four values, the first n of them (1 <= n <= 4; the others are
